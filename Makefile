@@ -1,0 +1,28 @@
+# Every target installs what it needs into .venv first, so a fresh clone needs only
+# Python >= 3.11 and a reachable PyPI.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install test check bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+check: $(STAMP)
+	$(BIN)/duespec suite
+
+bench: $(STAMP)
+	$(BIN)/duespec bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .duespec

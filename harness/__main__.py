@@ -1,0 +1,3 @@
+from duespec.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""The systems duespec specifies, each described once for the harness."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from duespec.lockstep import LockstepMachine
+from duespec.target import TargetFactory
+
+NAMES = ("duebook", "schedules")
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    #: Named readings of the spec; the first is the default.
+    profiles: tuple[str, ...]
+    #: profile -> the config a fresh instance is reset with.
+    config: Callable[[str], dict[str, Any]]
+    model: TargetFactory
+    impl: TargetFactory
+    #: Rules of the lockstep machine (the campaign binds oracle and target).
+    machine: type[LockstepMachine]
+    #: Requirement catalogue in duespec.spec, for the coverage report.
+    catalogue: str
+    #: Coverage tags every default campaign must reach (a test fails if one is missed).
+    required_tags: frozenset[str] = field(default_factory=frozenset)
+
+
+def get_system(name: str) -> System:
+    if name not in NAMES:
+        raise KeyError(f"unknown system {name!r}; known: {', '.join(NAMES)}")
+    return importlib.import_module(f"duespec.systems.{name}").SYSTEM

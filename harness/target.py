@@ -1,0 +1,46 @@
+"""The one interface every system under test speaks.
+
+A target takes JSON values and answers JSON values, so the reference model, the
+production implementation, a Python object of someone else's and a program in another
+language reached over stdin/stdout are interchangeable. Time is never read from a clock:
+it arrives with every step, as in the Lean handlers `Req -> now -> M Res`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+Json = Any
+
+#: Response keys that carry prose for people; comparisons ignore them.
+PROSE_KEYS = frozenset({"message"})
+
+
+class Target(Protocol):
+    """Porcupine-sized: start fresh, take a step, show your state."""
+
+    def reset(self, config: dict[str, Json]) -> None:
+        """Discard everything and start a fresh instance configured by `config`."""
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        """Apply one operation at logical time `now`; return its response."""
+
+    def observe(self) -> dict[str, Json]:
+        """The whole observable state in canonical form (lists sorted, JSON only)."""
+
+    def close(self) -> None:
+        """Release whatever the target holds (files, processes)."""
+
+
+TargetFactory = Callable[[], Target]
+
+
+class TargetError(Exception):
+    """The target could not answer at all (crashed, spoke garbage, timed out).
+
+    Distinct from a divergence: a divergence is a wrong answer, this is no answer."""
+
+
+def comparable(response: dict[str, Json]) -> dict[str, Json]:
+    """The part of a response that must agree between oracle and target."""
+    return {k: v for k, v in response.items() if k not in PROSE_KEYS}

@@ -1,0 +1,1 @@
+"""What must hold: requirement catalogues (Markdown), invariants as predicates, Z3 proofs."""
