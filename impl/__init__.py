@@ -1,0 +1,1 @@
+"""Production implementations; never imports duespec.model."""

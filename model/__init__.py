@@ -1,0 +1,1 @@
+"""Reference models: one obviously-correct function per spec handler, one per file."""
