@@ -1,0 +1,398 @@
+"""duebook for the harness: the model and the implementation as JSON targets, and the
+lockstep machine that drives them through the whole protocol of docs/operations.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, invariant, multiple, precondition, rule
+
+from duespec.impl import duebook as impl
+from duespec.lockstep import LockstepMachine
+from duespec.model import duebook as model
+from duespec.spec import duebook_invariants as spec
+from duespec.systems import System
+from duespec.target import Json
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+#: Argument names of each op, exactly as docs/operations.md lists them.
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "schedule": ("owner", "delay", "ttl"),
+    "claim": ("id",),
+    "cancel": ("id", "caller"),
+    "expire": ("id",),
+    "get": ("id",),
+    "claimable": ("limit",),
+    "expirable": ("limit",),
+}
+
+
+def check_request(op: str, args: dict[str, Json]) -> None:
+    """A malformed request is a bug in whoever built it, not a question for the spec.
+
+    Only the shape is checked here: wrong-typed values must reach the system, whose
+    `invalid` answer is part of what is being compared."""
+    if op not in OPERATIONS:
+        raise ValueError(f"duebook has no op {op!r}; known: {', '.join(OPERATIONS)}")
+    expected, given = set(OPERATIONS[op]), set(args)
+    if given != expected:
+        missing = ", ".join(sorted(expected - given)) or "none"
+        extra = ", ".join(sorted(given - expected)) or "none"
+        raise ValueError(f"duebook {op} takes {', '.join(OPERATIONS[op])}; "
+                         f"missing: {missing}; unexpected: {extra}")
+
+
+def max_open_of(config: dict[str, Json]) -> Json:
+    if set(config) != {"max_open"}:
+        raise ValueError(f"duebook config is {{'max_open': N}}, got {config!r}")
+    return config["max_open"]
+
+
+class ModelTarget:
+    """The reference model behind the JSON contract."""
+
+    def __init__(self) -> None:
+        self.book: model.Book | None = None
+
+    def reset(self, config: dict[str, Json]) -> None:
+        book, code = model.new_book(max_open_of(config))
+        if book is None:
+            raise ValueError(f"duebook config {config!r} rejected by the model: {code}")
+        self.book = book
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        check_request(op, args)
+        value, code = self._dispatch(op, args, now)
+        if code is not None:
+            return {"error": code}
+        if isinstance(value, list):
+            return {"ok": [model.deferral_json(d) for d in value]}
+        return {"ok": model.deferral_json(value)}
+
+    def _dispatch(self, op: str, a: dict[str, Json], now: int) -> tuple[Any, str | None]:
+        book = self.book
+        assert book is not None, "reset() first"
+        if op == "schedule":
+            return model.schedule(book, a["owner"], a["delay"], a["ttl"], now)
+        if op == "claim":
+            return model.claim(book, a["id"], now)
+        if op == "cancel":
+            return model.cancel(book, a["id"], a["caller"])
+        if op == "expire":
+            return model.expire(book, a["id"], now)
+        if op == "get":
+            return model.get(book, a["id"])
+        if op == "claimable":
+            return model.claimable(book, now, a["limit"])
+        return model.expirable(book, now, a["limit"])
+
+    def observe(self) -> dict[str, Json]:
+        assert self.book is not None, "reset() first"
+        return model.observe(self.book)
+
+    def close(self) -> None:
+        self.book = None
+
+
+def impl_deferral_json(d: Any) -> dict[str, Json]:
+    return {"id": d.id, "owner": d.owner, "due_at": d.due_at, "expires_at": d.expires_at}
+
+
+#: What a careless caller does to a Deferral it was handed (seed, consumer contract 3).
+CALLER_EDITS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("id", lambda v: v + 1000),
+    ("owner", lambda v: f"{v}~edited"),
+    ("due_at", lambda v: v - 1),
+    ("expires_at", lambda v: v + 1),
+)
+
+
+def edit_like_a_caller(value: Any) -> None:
+    """Edit every returned Deferral (and a returned list) the plain way a caller could.
+
+    The seed promises values, never pointers into the Book; if the implementation hands
+    out a live handle, these edits reach its storage and the next observe() diverges
+    from the model's. A frozen value refuses the edit, which is the correct answer."""
+    deferrals = value if isinstance(value, list) else [value]
+    for deferral in deferrals:
+        for field, edit in CALLER_EDITS:
+            try:
+                setattr(deferral, field, edit(getattr(deferral, field)))
+            except (AttributeError, TypeError):
+                pass
+    if isinstance(value, list):
+        value.clear()
+
+
+class ImplTarget:
+    """The production implementation behind the JSON contract, poked like a real caller."""
+
+    def __init__(self) -> None:
+        self.book: impl.Book | None = None
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self.book = impl.Book(max_open_of(config))
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        check_request(op, args)
+        try:
+            value = self._dispatch(op, args, now)
+        except impl.DuebookError as error:
+            return {"error": error.code, "message": str(error)}
+        if isinstance(value, list):
+            response = {"ok": [impl_deferral_json(d) for d in value]}
+        else:
+            response = {"ok": impl_deferral_json(value)}
+        edit_like_a_caller(value)
+        return response
+
+    def _dispatch(self, op: str, a: dict[str, Json], now: int) -> Any:
+        book = self.book
+        assert book is not None, "reset() first"
+        if op == "schedule":
+            return book.schedule(a["owner"], a["delay"], a["ttl"], now)
+        if op == "claim":
+            return book.claim(a["id"], now)
+        if op == "cancel":
+            return book.cancel(a["id"], a["caller"])
+        if op == "expire":
+            return book.expire(a["id"], now)
+        if op == "get":
+            return book.get(a["id"])
+        if op == "claimable":
+            return book.claimable(now, a["limit"])
+        return book.expirable(now, a["limit"])
+
+    def observe(self) -> dict[str, Json]:
+        book = self.book
+        assert book is not None, "reset() first"
+        return {
+            "max_open": book.max_open,
+            "next_id": book.next_id,
+            "open": sorted((impl_deferral_json(d) for d in book.open_deferrals()),
+                           key=lambda d: d["id"]),
+        }
+
+    def close(self) -> None:
+        self.book = None
+
+
+# --- Strategies: ordinary values most of the time, the edges and garbage some of it. ---
+
+@st.composite
+def mostly(draw: st.DrawFn, common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any],
+           one_in: int) -> Any:
+    """`rare` about once in `one_in` draws; shrinks towards `common`."""
+    return draw(rare if draw(st.integers(0, one_in - 1)) == one_in - 1 else common)
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """A duration `offset` away from the largest one that still fits in int64 at this point:
+    -1 and 0 fit exactly at the edge, +1 overflows (which must be `invalid`, never a wrap)."""
+
+    offset: int
+
+    def at(self, start: int) -> int:
+        return INT64_MAX - start + self.offset
+
+
+@dataclass(frozen=True)
+class ConsumedId:
+    """An id the book allocated and has since consumed (the next id until one exists)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class UpcomingId:
+    """The id the next successful schedule will allocate: not open yet."""
+
+
+NOT_INTS = (True, False, 1.5, "3", None)
+OUT_OF_INT64 = (INT64_MAX + 1, INT64_MIN - 1)
+
+OWNERS = mostly(st.sampled_from(("alice", "bob", "carol")),
+                st.sampled_from(("", None, 7, b"alice")), one_in=10)
+DURATIONS = mostly(
+    st.integers(0, 4),
+    st.one_of(st.builds(Headroom, st.sampled_from((-1, 0, 1))),
+              st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS))),
+    one_in=6)
+LIMITS = mostly(st.integers(0, 5), st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)),
+                one_in=8)
+STRANGER_IDS = st.one_of(
+    st.builds(ConsumedId, st.integers(0, 3)),
+    st.just(UpcomingId()),
+    st.sampled_from((0, -1, INT64_MAX, INT64_MIN)),
+    st.sampled_from((*NOT_INTS, *OUT_OF_INT64)),
+)
+
+#: The four instants where a deferral's window opens or closes.
+EDGES = ("due_at - 1", "due_at", "expires_at - 1", "expires_at")
+#: Clock jumps: the ends of int64 time, a step back, and (rarely) instants that are not times.
+JUMPS = mostly(st.sampled_from(("to zero", "to int64 max", "one tick back")),
+               st.sampled_from(("below zero", "past int64 max")), one_in=4)
+
+
+class DuebookMachine(LockstepMachine):
+    """Every duebook op, at a clock biased to the edges of each deferral's window.
+
+    The clock may stay, advance, jump back or leave the valid range: duebook takes `now`
+    as an argument and asks nothing of it, so a Book must answer every instant alike
+    (an invalid `now` must be refused). Ids come from the deferrals actually scheduled,
+    plus consumed, upcoming, unknown and wrong-typed ones. Op rules that need an id wait
+    for the first scheduled deferral, so none of their draws can come from an empty bundle."""
+
+    system = "duebook"
+    ids = Bundle("ids")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0
+        self.next_id = 1
+        #: Every deferral ever scheduled, by id, for the edges of its window.
+        self.scheduled: dict[int, dict[str, Json]] = {}
+        self.consumed: list[int] = []
+        self.state = self.oracle.observe()
+        #: (state before, step, state after) of the latest op.
+        self.transition: tuple[dict[str, Json], dict[str, Json], dict[str, Json]] | None = None
+
+    def act(self, op: str, args: dict[str, Json]) -> dict[str, Json]:
+        before = self.state
+        response = self.call(op, args, self.now)
+        self.state = self.oracle.observe()
+        self.transition = (before, self.steps[-1], self.state)
+        return response
+
+    def an_id(self, pick: Any) -> Json:
+        if isinstance(pick, ConsumedId):
+            return self.consumed[pick.index % len(self.consumed)] if self.consumed else self.next_id
+        if isinstance(pick, UpcomingId):
+            return self.next_id
+        return pick
+
+    def consume(self, op: str, args: dict[str, Json]) -> None:
+        response = self.act(op, args)
+        if "ok" in response:
+            self.consumed.append(response["ok"]["id"])
+
+    # --- the protocol ---
+
+    @rule(target=ids, owner=OWNERS, delay=DURATIONS, ttl=DURATIONS)
+    def schedule(self, owner: Json, delay: Json, ttl: Json) -> Any:
+        if isinstance(delay, Headroom):
+            delay = delay.at(self.now)
+        if isinstance(ttl, Headroom):
+            ttl = ttl.at(self.now + delay if type(delay) is int else self.now)
+        response = self.act("schedule", {"owner": owner, "delay": delay, "ttl": ttl})
+        if "error" in response:
+            return multiple()
+        deferral = response["ok"]
+        self.scheduled[deferral["id"]] = deferral
+        self.next_id = deferral["id"] + 1
+        return deferral["id"]
+
+    def has_scheduled(self) -> bool:
+        return bool(self.scheduled)
+
+    @precondition(has_scheduled)
+    @rule(id=mostly(ids, STRANGER_IDS, one_in=4))
+    def claim(self, id: Any) -> None:
+        self.consume("claim", {"id": self.an_id(id)})
+
+    @precondition(has_scheduled)
+    @rule(id=mostly(ids, STRANGER_IDS, one_in=4), caller=OWNERS)
+    def cancel(self, id: Any, caller: Json) -> None:
+        self.consume("cancel", {"id": self.an_id(id), "caller": caller})
+
+    @precondition(has_scheduled)
+    @rule(id=mostly(ids, STRANGER_IDS, one_in=4))
+    def expire(self, id: Any) -> None:
+        self.consume("expire", {"id": self.an_id(id)})
+
+    @precondition(has_scheduled)
+    @rule(id=mostly(ids, STRANGER_IDS, one_in=4))
+    def get(self, id: Any) -> None:
+        self.act("get", {"id": self.an_id(id)})
+
+    @rule(limit=LIMITS)
+    def claimable(self, limit: Json) -> None:
+        self.act("claimable", {"limit": limit})
+
+    @rule(limit=LIMITS)
+    def expirable(self, limit: Json) -> None:
+        self.act("expirable", {"limit": limit})
+
+    # --- the clock ---
+
+    @rule(ticks=st.integers(0, 3))
+    def time_passes(self, ticks: int) -> None:
+        self.now += ticks
+
+    @rule(edge_of=ids, edge=st.sampled_from(EDGES))
+    def clock_reaches(self, edge_of: int, edge: str) -> None:
+        deferral = self.scheduled[edge_of]
+        self.now = {
+            "due_at - 1": deferral["due_at"] - 1,
+            "due_at": deferral["due_at"],
+            "expires_at - 1": deferral["expires_at"] - 1,
+            "expires_at": deferral["expires_at"],
+        }[edge]
+
+    @rule(to=JUMPS)
+    def clock_jumps(self, to: str) -> None:
+        self.now = {
+            "to zero": 0,
+            "to int64 max": INT64_MAX,
+            "one tick back": self.now - 1,
+            "below zero": -1,
+            "past int64 max": INT64_MAX + 1,
+        }[to]
+
+
+def _state_invariant(name: str, predicate: Callable[[dict[str, Json]], bool], doc: str) -> Any:
+    def holds(self: DuebookMachine) -> None:
+        assert predicate(self.state), f"{name} broken in state {self.state}"
+    holds.__name__ = holds.__qualname__ = name
+    holds.__doc__ = doc
+    return invariant()(holds)
+
+
+def _transition_invariant(name: str, predicate: Callable[..., bool], doc: str) -> Any:
+    def holds(self: DuebookMachine) -> None:
+        if self.transition is not None:
+            before, step, after = self.transition
+            assert predicate(before, step, after), (
+                f"{name} broken by step {step}\n  before: {before}\n  after:  {after}")
+    holds.__name__ = holds.__qualname__ = name
+    holds.__doc__ = doc
+    return invariant()(holds)
+
+
+for _predicate in spec.STATE_INVARIANTS:
+    setattr(DuebookMachine, f"state_{_predicate.__name__}",
+            _state_invariant(_predicate.__name__, _predicate, _predicate.__doc__ or ""))
+for _predicate in spec.TRANSITION_INVARIANTS:
+    setattr(DuebookMachine, f"transition_{_predicate.__name__}",
+            _transition_invariant(_predicate.__name__, _predicate, _predicate.__doc__ or ""))
+
+
+#: The model's branches reachable from a valid config: D-01.invalid is only reachable by
+#: a bad config, which reset() refuses before any campaign starts.
+REQUIRED_TAGS = model.OPERATION_TAGS - {"D-01.invalid"}
+
+SYSTEM = System(
+    name="duebook",
+    profiles=("seed",),
+    config=lambda profile: {"max_open": 3},
+    model=ModelTarget,
+    impl=ImplTarget,
+    machine=DuebookMachine,
+    catalogue="duebook.md",
+    required_tags=REQUIRED_TAGS,
+)
