@@ -1,0 +1,613 @@
+"""Z3 proofs for duebook, over unbounded ids and every state the invariant admits.
+
+The Book is encoded as arrays indexed by every integer (open, owner, due_at, expires_at)
+plus the id counter, the cap and an open-deferral count, so nothing is bounded: a proof
+holds for every Book, not for the Books a depth-k search happens to reach. Properties
+that need history are proved by one-step induction (Init => Inv, Inv and a step =>
+Inv'), never by unrolling. A ghost array `consumed` records the ids a Claim, Cancel or
+Expire has consumed, which is what "at most once, ever" is about.
+
+Each operation is written once, as a function from (Book, Call) to (Book', Reply) that
+follows docs/operations.md and the model's error precedence; `bug` names a deliberately
+broken variant for the negative controls. tests/test_z3_vs_model.py pins concrete
+states and checks this relation admits exactly the model's successor, so the two cannot
+drift apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable
+
+from z3 import (
+    And,
+    Array,
+    ArrayRef,
+    ArithRef,
+    Bool,
+    BoolRef,
+    BoolSort,
+    BoolVal,
+    Const,
+    DatatypeRef,
+    EnumSort,
+    ExprRef,
+    ForAll,
+    If,
+    Implies,
+    Int,
+    IntSort,
+    IntVal,
+    K,
+    Length,
+    ModelRef,
+    Not,
+    Or,
+    SeqRef,
+    Solver,
+    Store,
+    String,
+    StringSort,
+    StringVal,
+    sat,
+    unsat,
+)
+
+from duespec.spec.proofs import Outcome, Proof
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+#: Per query; every proof here answers in well under a second, so this only guards a regression.
+SOLVER_TIMEOUT_MS = 60_000
+
+Op, (SCHEDULE, CLAIM, CANCEL, EXPIRE, GET, CLAIMABLE, EXPIRABLE) = EnumSort(
+    "Op", ["schedule", "claim", "cancel", "expire", "get", "claimable", "expirable"])
+Code, (OK, INVALID, NOT_FOUND, NOT_DUE, EXPIRED, NOT_EXPIRED, NOT_OWNER, FULL) = EnumSort(
+    "Code", ["ok", "invalid", "not_found", "not_due", "expired", "not_expired", "not_owner", "full"])
+
+#: The ops that consume a deferral, and the ones that must only read.
+CONSUMING = (CLAIM, CANCEL, EXPIRE)
+READS = (GET, CLAIMABLE, EXPIRABLE)
+
+#: The deliberately broken transitions the negative controls run, each a real-world bug shape.
+BUGS = {
+    "schedule_reuses_id": "Schedule does not advance the id counter, so an id comes back",
+    "failed_schedule_bumps_counter": "a Schedule refused as full still advances the id counter",
+    "claim_window_closed_inclusive": "Claim still succeeds at ExpiresAt (window [DueAt, ExpiresAt])",
+    "cancel_touches_next_id": "Cancel also closes the deferral with the next id",
+    "cap_off_by_one": "Schedule refuses only when open_count > maxOpen",
+    "expire_keeps_count": "Expire forgets to decrement the open count",
+    "expiry_wraps": "Schedule skips the overflow check; ExpiresAt wraps around int64",
+    "get_expires_lazily": "Get consumes a deferral it finds past its ExpiresAt",
+}
+
+
+@dataclass(frozen=True)
+class Book:
+    next_id: ArithRef
+    max_open: ArithRef
+    open: ArrayRef
+    owner: ArrayRef
+    due_at: ArrayRef
+    expires_at: ArrayRef
+    #: Tracks len(open); the `count_tracks_open` proof ties it to the array.
+    open_count: ArithRef
+    #: Ghost: ids consumed by a Claim, Cancel or Expire. Not observable, not in the model.
+    consumed: ArrayRef
+
+    @staticmethod
+    def fresh(name: str) -> Book:
+        return Book(
+            next_id=Int(f"{name}.next_id"), max_open=Int(f"{name}.max_open"),
+            open=Array(f"{name}.open", IntSort(), BoolSort()),
+            owner=Array(f"{name}.owner", IntSort(), StringSort()),
+            due_at=Array(f"{name}.due_at", IntSort(), IntSort()),
+            expires_at=Array(f"{name}.expires_at", IntSort(), IntSort()),
+            open_count=Int(f"{name}.open_count"),
+            consumed=Array(f"{name}.consumed", IntSort(), BoolSort()))
+
+    def parts(self) -> tuple[ExprRef, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+@dataclass(frozen=True)
+class Call:
+    op: DatatypeRef
+    now: ArithRef
+    id: ArithRef
+    #: Schedule's owner.
+    owner: SeqRef
+    #: Cancel's caller.
+    caller: SeqRef
+    delay: ArithRef
+    ttl: ArithRef
+    limit: ArithRef
+    #: Every argument the op reads has its JSON type (an int is not a bool, float or str).
+    #: Types are not Z3 values; ranges, emptiness and overflow are encoded exactly.
+    typed: BoolRef
+
+    @staticmethod
+    def fresh(name: str) -> Call:
+        return Call(op=Const(f"{name}.op", Op), now=Int(f"{name}.now"), id=Int(f"{name}.id"),
+                    owner=String(f"{name}.owner"), caller=String(f"{name}.caller"),
+                    delay=Int(f"{name}.delay"), ttl=Int(f"{name}.ttl"),
+                    limit=Int(f"{name}.limit"), typed=Bool(f"{name}.typed"))
+
+
+@dataclass(frozen=True)
+class Reply:
+    code: DatatypeRef
+    #: The deferral returned on success by schedule, claim, cancel, expire and get.
+    id: ArithRef
+    owner: SeqRef
+    due_at: ArithRef
+    expires_at: ArithRef
+
+    @staticmethod
+    def fresh(name: str) -> Reply:
+        return Reply(code=Const(f"{name}.code", Code), id=Int(f"{name}.id"),
+                     owner=String(f"{name}.owner"), due_at=Int(f"{name}.due_at"),
+                     expires_at=Int(f"{name}.expires_at"))
+
+    def parts(self) -> tuple[ExprRef, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+def is_int64(x: ArithRef) -> BoolRef:
+    return And(INT64_MIN <= x, x <= INT64_MAX)
+
+
+def is_time(x: ArithRef) -> BoolRef:
+    return And(0 <= x, x <= INT64_MAX)
+
+
+def _reply(code: ExprRef, deferral: tuple[ExprRef, ...] | None = None) -> Reply:
+    id, owner, due_at, expires_at = deferral or (IntVal(0), StringVal(""), IntVal(0), IntVal(0))
+    return Reply(code, id, owner, due_at, expires_at)  # type: ignore[arg-type]
+
+
+def _first_error(checks: list[tuple[BoolRef, ExprRef]]) -> ExprRef:
+    """The code of the first failing check, in precedence order; OK if none fails."""
+    code: ExprRef = OK
+    for failed, error in reversed(checks):
+        code = If(failed, error, code)
+    return code
+
+
+def _stored(book: Book, id: ArithRef) -> tuple[ExprRef, ...]:
+    return (id, book.owner[id], book.due_at[id], book.expires_at[id])
+
+
+def _consume(book: Book, id: ArithRef, decrement: bool = True) -> Book:
+    return Book(book.next_id, book.max_open, Store(book.open, id, False), book.owner,
+                book.due_at, book.expires_at, book.open_count - (1 if decrement else 0),
+                Store(book.consumed, id, True))
+
+
+def _schedule(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
+    due_at = call.now + call.delay
+    expires_at = If(call.ttl > 0, due_at + call.ttl, 0)
+    overflow = Or(due_at > INT64_MAX, And(call.ttl > 0, due_at + call.ttl > INT64_MAX))
+    if bug == "expiry_wraps":
+        expires_at = If(call.ttl > 0, If(due_at + call.ttl > INT64_MAX, due_at + call.ttl - 2**64,
+                                          due_at + call.ttl), 0)
+        overflow = due_at > INT64_MAX
+    invalid = Or(Not(call.typed), Length(call.owner) == 0, Not(is_time(call.now)),
+                 Not(is_time(call.delay)), Not(is_time(call.ttl)), overflow)
+    full = book.open_count > book.max_open if bug == "cap_off_by_one" else book.open_count >= book.max_open
+    code = _first_error([(invalid, INVALID), (full, FULL)])
+    id = book.next_id
+    opened = Book(book.next_id + (0 if bug == "schedule_reuses_id" else 1), book.max_open,
+                  Store(book.open, id, True), Store(book.owner, id, call.owner),
+                  Store(book.due_at, id, due_at), Store(book.expires_at, id, expires_at),
+                  book.open_count + 1, book.consumed)
+    refused = book
+    if bug == "failed_schedule_bumps_counter":
+        refused = _replace(book, next_id=If(And(Not(invalid), full), book.next_id + 1, book.next_id))
+    after = _choose(code == OK, opened, refused)
+    return after, _reply(code, (id, call.owner, due_at, expires_at))
+
+
+def _claim(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
+    id, now = call.id, call.now
+    expires_at = book.expires_at[id]
+    closed = now > expires_at if bug == "claim_window_closed_inclusive" else now >= expires_at
+    code = _first_error([
+        (Or(Not(call.typed), Not(is_int64(id)), Not(is_time(now))), INVALID),
+        (Not(book.open[id]), NOT_FOUND),
+        (now < book.due_at[id], NOT_DUE),
+        (And(expires_at != 0, closed), EXPIRED),
+    ])
+    return _choose(code == OK, _consume(book, id), book), _reply(code, _stored(book, id))
+
+
+def _cancel(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
+    id = call.id
+    code = _first_error([
+        (Or(Not(call.typed), Not(is_int64(id)), Length(call.caller) == 0), INVALID),
+        (Not(book.open[id]), NOT_FOUND),
+        (book.owner[id] != call.caller, NOT_OWNER),
+    ])
+    cancelled = _consume(book, id)
+    if bug == "cancel_touches_next_id":
+        cancelled = _replace(cancelled, open=Store(cancelled.open, id + 1, False))
+    return _choose(code == OK, cancelled, book), _reply(code, _stored(book, id))
+
+
+def _expire(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
+    id, now = call.id, call.now
+    code = _first_error([
+        (Or(Not(call.typed), Not(is_int64(id)), Not(is_time(now))), INVALID),
+        (Not(book.open[id]), NOT_FOUND),
+        (Or(book.expires_at[id] == 0, now < book.expires_at[id]), NOT_EXPIRED),
+    ])
+    expired = _consume(book, id, decrement=bug != "expire_keeps_count")
+    return _choose(code == OK, expired, book), _reply(code, _stored(book, id))
+
+
+def _get(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
+    id = call.id
+    code = _first_error([
+        (Or(Not(call.typed), Not(is_int64(id))), INVALID),
+        (Not(book.open[id]), NOT_FOUND),
+    ])
+    after = book
+    if bug == "get_expires_lazily":
+        late = And(code == OK, book.expires_at[id] != 0, call.now >= book.expires_at[id])
+        after = _choose(late, _consume(book, id), book)
+    return after, _reply(code, _stored(book, id))
+
+
+def _query(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
+    """claimable and expirable: only their error code is encoded; the listing is not."""
+    invalid = Or(Not(call.typed), Not(is_time(call.now)), Not(is_time(call.limit)))
+    return book, _reply(If(invalid, INVALID, OK))
+
+
+_HANDLERS: dict[str, Callable[[Book, Call, str | None], tuple[Book, Reply]]] = {
+    "schedule": _schedule, "claim": _claim, "cancel": _cancel, "expire": _expire,
+    "get": _get, "claimable": _query, "expirable": _query,
+}
+_OPS = {"schedule": SCHEDULE, "claim": CLAIM, "cancel": CANCEL, "expire": EXPIRE, "get": GET,
+        "claimable": CLAIMABLE, "expirable": EXPIRABLE}
+
+
+def _choose(condition: BoolRef, then: Book, otherwise: Book) -> Book:
+    return Book(*(If(condition, a, b) for a, b in zip(then.parts(), otherwise.parts())))
+
+
+def _replace(book: Book, **changes: ExprRef) -> Book:
+    return Book(**{f.name: changes.get(f.name, getattr(book, f.name)) for f in fields(book)})
+
+
+def step(book: Book, call: Call, bug: str | None = None) -> tuple[Book, Reply]:
+    """The successor Book and the reply, as functions of the pre-state and the call."""
+    after, reply = _HANDLERS["schedule"](book, call, bug)
+    for name in ("claim", "cancel", "expire", "get", "claimable", "expirable"):
+        other_after, other_reply = _HANDLERS[name](book, call, bug)
+        chosen = call.op == _OPS[name]
+        after = _choose(chosen, other_after, after)
+        reply = Reply(*(If(chosen, a, b) for a, b in zip(other_reply.parts(), reply.parts())))
+    return after, reply
+
+
+def transition(pre: Book, call: Call, post: Book, reply: Reply, bug: str | None = None) -> BoolRef:
+    """T(pre, call, post, reply): the relation the proofs and the model cross-check use."""
+    after, answer = step(pre, call, bug)
+    return And(*(a == b for a, b in zip(post.parts(), after.parts())),
+               *(a == b for a, b in zip(reply.parts(), answer.parts())))
+
+
+def initial(book: Book) -> BoolRef:
+    """NewBook(maxOpen): nothing open, nothing consumed, ids start at 1 (D-01)."""
+    return And(book.next_id == 1, 1 <= book.max_open, book.max_open <= INT64_MAX,
+               book.open == K(IntSort(), BoolVal(False)), book.open_count == 0,
+               book.consumed == K(IntSort(), BoolVal(False)))
+
+
+def well_formed(book: Book, i: ArithRef) -> BoolRef:
+    """What the invariant says about id i."""
+    due_at, expires_at = book.due_at[i], book.expires_at[i]
+    return And(
+        Implies(book.open[i], And(1 <= i, i < book.next_id,
+                                  is_time(due_at),
+                                  Or(expires_at == 0, And(due_at < expires_at, expires_at <= INT64_MAX)))),
+        Implies(book.consumed[i], And(Not(book.open[i]), 1 <= i, i < book.next_id)))
+
+
+def invariant(book: Book) -> BoolRef:
+    """The inductive invariant: open and consumed ids are below the counter, disjoint, and
+    every open deferral is well formed; the open count respects the cap."""
+    i = Int("i")
+    return And(book.next_id >= 1, book.max_open >= 1, book.open_count <= book.max_open,
+               ForAll([i], well_formed(book, i)))
+
+
+# ---------------------------------------------------------------------------------------
+# Checking and rendering
+
+@dataclass(frozen=True)
+class Step:
+    """One symbolic step: a pre-state, a call, and what the (possibly broken) T makes of them."""
+    pre: Book
+    call: Call
+    post: Book
+    reply: Reply
+    relation: BoolRef
+
+    @staticmethod
+    def of(bug: str | None) -> Step:
+        pre, call, post, reply = Book.fresh("pre"), Call.fresh("call"), Book.fresh("post"), Reply.fresh("reply")
+        return Step(pre, call, post, reply, transition(pre, call, post, reply, bug))
+
+    def own_id(self) -> ArithRef:
+        """The one id an operation may touch: the allocated one for Schedule, else its argument."""
+        return If(self.call.op == SCHEDULE, self.pre.next_id, self.call.id)  # type: ignore[return-value]
+
+
+class Undecided(Exception):
+    """Z3 answered unknown: neither a proof nor a refutation."""
+
+
+def valid(goal: BoolRef, render: Callable[[ModelRef], str], part: str) -> Outcome:
+    """Holds when Not(goal) is unsatisfiable; otherwise Z3's model is the counterexample.
+
+    "unknown" raises Undecided: it must count as a failed proof AND as an unrefuted
+    control (see `as_check`, `as_control`), never silently as either verdict."""
+    solver = Solver()
+    solver.set(timeout=SOLVER_TIMEOUT_MS)
+    solver.add(Not(goal))
+    answer = solver.check()
+    if answer == unsat:
+        return Outcome(True)
+    if answer == sat:
+        return Outcome(False, f"{part} fails:\n{render(solver.model())}")
+    raise Undecided(f"{part}: Z3 answered unknown ({solver.reason_unknown()})")
+
+
+def as_check(run: Callable[[], Outcome]) -> Callable[[], Outcome]:
+    def check() -> Outcome:
+        try:
+            return run()
+        except Undecided as undecided:
+            return Outcome(False, f"not proved: {undecided}")
+    return check
+
+
+def as_control(run: Callable[[], Outcome]) -> Callable[[], Outcome]:
+    def control() -> Outcome:
+        try:
+            return run()
+        except Undecided as undecided:
+            return Outcome(True, f"not refuted: {undecided}")
+    return control
+
+
+def all_of(*checks: Callable[[], Outcome]) -> Outcome:
+    """Several obligations: the first one that fails is the counterexample."""
+    for check in checks:
+        outcome = check()
+        if not outcome.holds:
+            return outcome
+    return Outcome(True)
+
+
+def _value(model: ModelRef, expr: ExprRef) -> str:
+    value = model.eval(expr, model_completion=True)
+    text = value.as_string() if hasattr(value, "as_string") and value.sort() == StringSort() else str(value)
+    return repr(text) if value.sort() == StringSort() else text
+
+
+def render_call(model: ModelRef, call: Call) -> str:
+    v = lambda e: _value(model, e)  # noqa: E731
+    op = v(call.op)
+    args = {
+        "schedule": f"owner={v(call.owner)}, delay={v(call.delay)}, ttl={v(call.ttl)}, now={v(call.now)}",
+        "claim": f"id={v(call.id)}, now={v(call.now)}",
+        "cancel": f"id={v(call.id)}, caller={v(call.caller)}",
+        "expire": f"id={v(call.id)}, now={v(call.now)}",
+        "get": f"id={v(call.id)}",
+        "claimable": f"now={v(call.now)}, limit={v(call.limit)}",
+        "expirable": f"now={v(call.now)}, limit={v(call.limit)}",
+    }[op]
+    typed = "" if v(call.typed) == "True" else "   (an argument has the wrong JSON type)"
+    return f"{op}({args}){typed}"
+
+
+def render_book(model: ModelRef, book: Book, ids: list[ArithRef]) -> str:
+    v = lambda e: _value(model, e)  # noqa: E731
+    lines = [f"next_id={v(book.next_id)} max_open={v(book.max_open)} open_count={v(book.open_count)}"]
+    seen: set[str] = set()
+    for id in ids:
+        key = v(id)
+        if key in seen:
+            continue
+        seen.add(key)
+        state = "open" if v(book.open[id]) == "True" else "not open"
+        consumed = ", consumed earlier" if v(book.consumed[id]) == "True" else ""
+        lines.append(f"  id {key}: {state}{consumed}; owner={v(book.owner[id])} "
+                     f"due_at={v(book.due_at[id])} expires_at={v(book.expires_at[id])}")
+    return "\n".join(lines)
+
+
+def render_step(step_: Step, extra_ids: tuple[ArithRef, ...] = ()) -> Callable[[ModelRef], str]:
+    def render(model: ModelRef) -> str:
+        ids = [step_.own_id(), *extra_ids]
+        return "\n".join([
+            f"call:  {render_call(model, step_.call)}",
+            f"reply: {_value(model, step_.reply.code)}",
+            "before: " + render_book(model, step_.pre, ids),
+            "after:  " + render_book(model, step_.post, ids),
+        ])
+    return render
+
+
+def _induction(bug: str | None, goal: Callable[[Step], BoolRef], name: str,
+               extra: Callable[[Step], tuple[ArithRef, ...]] = lambda s: ()) -> Outcome:
+    """Init => Inv; Inv and T => Inv'; Inv and T => goal: the goal holds on every step of
+    every run, because every reachable Book satisfies the inductive invariant."""
+    book = Book.fresh("init")
+    s = Step.of(bug)
+    return all_of(
+        lambda: valid(Implies(initial(book), invariant(book)),
+                       lambda m: "initial: " + render_book(m, book, []), "Init => invariant"),
+        lambda: valid(Implies(And(invariant(s.pre), s.relation), invariant(s.post)),
+                       _render_invariant_break(s), "invariant preserved by every step"),
+        lambda: valid(Implies(And(invariant(s.pre), s.relation), goal(s)),
+                       render_step(s, extra(s)), name),
+    )
+
+
+def _render_invariant_break(s: Step) -> Callable[[ModelRef], str]:
+    """The post-state violates the invariant; name the id where it does, if any."""
+    def render(model: ModelRef) -> str:
+        bad = _offending_id(model, s)
+        return render_step(s, (bad,) if bad is not None else ())(model)
+    return render
+
+
+def _offending_id(model: ModelRef, s: Step) -> ArithRef | None:
+    """Ask Z3 again, with the step pinned to this model, for an id breaking `well_formed`."""
+    i = Int("offending")
+    solver = Solver()
+    solver.set(timeout=SOLVER_TIMEOUT_MS)
+    for expr in (*s.pre.parts(), *s.call.__dict__.values(), *s.post.parts(), *s.reply.parts()):
+        solver.add(expr == model.eval(expr, model_completion=True))
+    solver.add(Not(well_formed(s.post, i)))
+    if solver.check() == sat:
+        return solver.model().eval(i, model_completion=True)  # type: ignore[return-value]
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# The properties
+
+@dataclass(frozen=True)
+class Property:
+    requirements: tuple[str, ...]
+    title: str
+    #: What must hold of every step from a Book satisfying the invariant.
+    goal: Callable[[Step], BoolRef]
+    goal_name: str
+    #: The broken transition (a key of BUGS) the negative control runs.
+    bug: str
+    #: Ids besides the op's own worth showing in a counterexample.
+    extra_ids: Callable[[Step], tuple[ArithRef, ...]] = lambda s: ()
+
+    def check(self, bug: str | None) -> Outcome:
+        return _induction(bug, self.goal, self.goal_name, self.extra_ids)
+
+    def control(self) -> Outcome:
+        """The same induction over the broken T; when refuted, also show a concrete run
+        from a fresh Book that breaks the goal, so the bug is seen to be reachable."""
+        outcome = self.check(self.bug)
+        if outcome.holds:
+            return outcome
+        run = counter_run(self.bug, self.goal, self.extra_ids)
+        return Outcome(False, f"{outcome.counterexample}\n{run}")
+
+    def proof(self) -> Proof:
+        return Proof(system="duebook", requirements=self.requirements, name=self.title,
+                     check=as_check(lambda: self.check(None)), control=as_control(self.control),
+                     control_name=f"{self.bug}: {BUGS[self.bug]}")
+
+
+def counter_run(bug: str, goal: Callable[[Step], BoolRef],
+                extra_ids: Callable[[Step], tuple[ArithRef, ...]], max_steps: int = 4) -> str:
+    """The shortest run (up to max_steps) from NewBook whose last step breaks the goal."""
+    book = Book.fresh("b0")
+    solver = Solver()
+    solver.set(timeout=SOLVER_TIMEOUT_MS)
+    solver.add(initial(book))
+    steps: list[Step] = []
+    for n in range(1, max_steps + 1):
+        call, post, reply = Call.fresh(f"c{n}"), Book.fresh(f"b{n}"), Reply.fresh(f"r{n}")
+        step_ = Step(book, call, post, reply, transition(book, call, post, reply, bug))
+        steps.append(step_)
+        solver.add(step_.relation)
+        solver.push()
+        solver.add(Not(goal(step_)))
+        if solver.check() == sat:
+            model = solver.model()
+            lines = [f"a run from NewBook(maxOpen={_value(model, steps[0].pre.max_open)}) that breaks it:"]
+            for k, taken in enumerate(steps, 1):
+                lines.append(f"  {k}. {render_call(model, taken.call)} -> {_value(model, taken.reply.code)}")
+            lines.append(render_step(step_, extra_ids(step_))(model))
+            return "\n".join(lines)
+        solver.pop()
+        book = post
+    return f"(no run of <= {max_steps} steps from NewBook breaks the goal itself)"
+
+
+def _consuming_succeeds(s: Step) -> BoolRef:
+    return And(Or(*(s.call.op == op for op in CONSUMING)), s.reply.code == OK)
+
+
+def _unchanged(s: Step) -> BoolRef:
+    return And(*(a == b for a, b in zip(s.post.parts(), s.pre.parts())))
+
+
+def _claim_exactly_when_due(s: Step) -> BoolRef:
+    pre, id, now = s.pre, s.call.id, s.call.now
+    in_window = And(s.call.typed, is_int64(id), is_time(now), pre.open[id], pre.due_at[id] <= now,
+                    Or(pre.expires_at[id] == 0, now < pre.expires_at[id]))
+    consumed = And(Not(s.post.open[id]), s.reply.id == id, s.reply.owner == pre.owner[id],
+                   s.reply.due_at == pre.due_at[id], s.reply.expires_at == pre.expires_at[id])
+    return Implies(s.call.op == CLAIM, And((s.reply.code == OK) == in_window,
+                                           Implies(s.reply.code == OK, consumed)))
+
+
+#: A free id standing for "every other id": the goal must hold whatever Z3 picks.
+_OTHER = Int("other")
+
+
+def _touches_only_its_own_id(s: Step) -> BoolRef:
+    arrays = ((s.post.open, s.pre.open), (s.post.owner, s.pre.owner), (s.post.due_at, s.pre.due_at),
+              (s.post.expires_at, s.pre.expires_at), (s.post.consumed, s.pre.consumed))
+    return Implies(_OTHER != s.own_id(), And(*(post[_OTHER] == pre[_OTHER] for post, pre in arrays)))
+
+
+def _count_tracks_open(s: Step) -> BoolRef:
+    own = s.own_id()
+    flag = lambda book: If(book.open[own], 1, 0)  # noqa: E731
+    return s.post.open_count - s.pre.open_count == flag(s.post) - flag(s.pre)
+
+
+def _expiry_never_wraps(s: Step) -> BoolRef:
+    scheduled = And(s.call.op == SCHEDULE, s.reply.code == OK)
+    return Implies(scheduled, And((s.call.ttl == 0) == (s.reply.expires_at == 0),
+                                  Or(s.reply.expires_at == 0, s.reply.expires_at > s.reply.due_at)))
+
+
+PROPERTIES: list[Property] = [
+    # Ids are never reused and a consumed id never reopens (invariant), so the consuming
+    # op that succeeds on an id (Claim, Cancel or Expire) is the only one that ever will.
+    Property(("D-02", "D-04"), "at most one successful Claim per id, ever (no id consumed twice)",
+             lambda s: Implies(_consuming_succeeds(s), Not(s.pre.consumed[s.call.id])),
+             "a consuming op succeeds only on an id never consumed before", "schedule_reuses_id"),
+    Property(("D-17",), "every failing operation leaves the Book unchanged, counter included",
+             lambda s: Implies(s.reply.code != OK, _unchanged(s)),
+             "a failed operation changes nothing", "failed_schedule_bumps_counter"),
+    Property(("D-08", "D-09", "D-10"),
+             "Claim succeeds exactly when open and DueAt <= now < ExpiresAt (or no expiry)",
+             _claim_exactly_when_due, "Claim succeeds exactly inside [DueAt, ExpiresAt)",
+             "claim_window_closed_inclusive"),
+    Property(("D-22",), "an operation touches no id but its own", _touches_only_its_own_id,
+             "no id but the operation's own changes", "cancel_touches_next_id", lambda s: (_OTHER,)),
+    # open_count <= maxOpen is a conjunct of the invariant; its preservation is the proof.
+    Property(("D-07",), "open deferrals never exceed maxOpen (inductive)",
+             lambda s: s.post.open_count <= s.post.max_open, "open_count <= maxOpen", "cap_off_by_one"),
+    # With the frame proof (no other id changes) and Init (count 0, nothing open), induction
+    # over any run gives open_count = number of open deferrals, so the cap bounds storage.
+    Property(("D-07", "D-06"), "the open count moves exactly with the one open flag an op touches",
+             _count_tracks_open, "open_count changes with the open flag of the touched id",
+             "expire_keeps_count"),
+    # Every open deferral has ExpiresAt = 0 or DueAt < ExpiresAt <= 2^63-1 (invariant).
+    Property(("D-11", "D-20"), "ExpiresAt never wraps: 0 exactly when ttl = 0, else after DueAt",
+             _expiry_never_wraps, "Schedule returns ExpiresAt = 0 exactly when ttl = 0, else > DueAt",
+             "expiry_wraps"),
+    Property(("D-14", "D-23", "D-24"), "get, claimable and expirable never change the Book",
+             lambda s: Implies(Or(*(s.call.op == op for op in READS)), _unchanged(s)),
+             "get, claimable and expirable change nothing", "get_expires_lazily"),
+]
+
+PROOFS: list[Proof] = [p.proof() for p in PROPERTIES]
