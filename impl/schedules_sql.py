@@ -1,0 +1,330 @@
+"""The server state of the Lean `ServerState` on SQLite, reached only through named effects.
+
+One method per Lean effect (get_promise, set_promise, set_promise_timeout, set_message...)
+so the handlers read like the spec; a few set-wise variants (insert_*, settle_timed_out)
+exist because catch-up and tick touch hundreds of thousands of rows and a row at a time
+through Python would take minutes. The store never commits on its own: `transaction()`
+brackets one handler, and any exception inside it rolls the whole handler back.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+
+from duespec.impl.schedules_records import (
+    Json, Promise, Schedule, Task, Value, is_timer, outbox_key,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS config (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS promises (
+    id         TEXT PRIMARY KEY,
+    state      TEXT NOT NULL,
+    param      TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    tags       TEXT NOT NULL,
+    timeout_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    settled_at INTEGER,
+    callbacks  TEXT NOT NULL DEFAULT '[]',
+    listeners  TEXT NOT NULL DEFAULT '[]',
+    timer      INTEGER NOT NULL            -- derived from tags, for set-wise settling
+) WITHOUT ROWID;
+-- Promises with registrations are rare; this index lets the settlement scrub and the
+-- tick's fast path find them without scanning every promise.
+CREATE INDEX IF NOT EXISTS promises_registered ON promises (id)
+    WHERE callbacks != '[]' OR listeners != '[]';
+CREATE TABLE IF NOT EXISTS tasks (
+    id      TEXT PRIMARY KEY,
+    state   TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    resumes TEXT NOT NULL DEFAULT '[]',
+    ttl     INTEGER,
+    pid     TEXT
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS schedules (
+    id              TEXT PRIMARY KEY,
+    cron            TEXT NOT NULL,
+    promise_id      TEXT NOT NULL,
+    promise_timeout INTEGER NOT NULL,
+    promise_param   TEXT NOT NULL,
+    promise_tags    TEXT NOT NULL,
+    next_run_at     INTEGER NOT NULL,
+    last_run_at     INTEGER,
+    created_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS promise_timeouts (
+    id      TEXT PRIMARY KEY,
+    timeout INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS promise_timeouts_due ON promise_timeouts (timeout, id);
+CREATE TABLE IF NOT EXISTS task_timeouts (
+    id      TEXT NOT NULL,
+    kind    INTEGER NOT NULL,
+    timeout INTEGER NOT NULL,
+    PRIMARY KEY (id, kind)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS task_timeouts_due ON task_timeouts (timeout, id, kind);
+CREATE TABLE IF NOT EXISTS schedule_timeouts (
+    id      TEXT PRIMARY KEY,
+    timeout INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS schedule_timeouts_due ON schedule_timeouts (timeout, id);
+CREATE TABLE IF NOT EXISTS outbox (
+    key     TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    message TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+#: Host parameters per `IN (...)` probe; well under SQLite's limit.
+PROBE_SIZE = 500
+
+PromiseRow = tuple[str, str, str, str, str, int, int, int | None, str, str, int]
+TaskRow = tuple[str, str, int, str, int | None, str | None]
+
+
+def dumps(value: Json) -> str:
+    """Compact JSON; ASCII-only so any Python string survives the round trip."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def promise_row(p: Promise) -> PromiseRow:
+    return (p.id, p.state, dumps(p.param.to_json()), dumps(p.value.to_json()), dumps(p.tags),
+            p.timeout_at, p.created_at, p.settled_at, dumps(list(p.callbacks)),
+            dumps(list(p.listeners)), int(is_timer(p.tags)))
+
+
+def task_row(t: Task) -> TaskRow:
+    return (t.id, t.state, t.version, dumps(list(t.resumes)), t.ttl, t.pid)
+
+
+def _value(text: str) -> Value:
+    raw = json.loads(text)
+    return Value(raw["headers"], raw["data"])
+
+
+def _promise(row: Sequence[Any]) -> Promise:
+    return Promise(
+        id=row[0], state=row[1], param=_value(row[2]), value=_value(row[3]), tags=json.loads(row[4]),
+        timeout_at=row[5], created_at=row[6], settled_at=row[7],
+        callbacks=tuple(json.loads(row[8])), listeners=tuple(json.loads(row[9])),
+    )
+
+
+def _task(row: Sequence[Any]) -> Task:
+    return Task(id=row[0], state=row[1], version=row[2], resumes=tuple(json.loads(row[3])),
+                ttl=row[4], pid=row[5])
+
+
+def _schedule(row: Sequence[Any]) -> Schedule:
+    return Schedule(
+        id=row[0], cron=row[1], promise_id=row[2], promise_timeout=row[3],
+        promise_param=_value(row[4]), promise_tags=json.loads(row[5]),
+        next_run_at=row[6], last_run_at=row[7], created_at=row[8],
+    )
+
+
+PROMISE_COLUMNS = ("id, state, param, value, tags, timeout_at, created_at, settled_at, "
+                   "callbacks, listeners, timer")
+TASK_COLUMNS = "id, state, version, resumes, ttl, pid"
+SCHEDULE_COLUMNS = ("id, cron, promise_id, promise_timeout, promise_param, promise_tags, "
+                    "next_run_at, last_run_at, created_at")
+
+
+class Store:
+    """One SQLite connection holding one server's state."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        # Autocommit mode: transactions are opened and closed explicitly, never implicitly.
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        if path != ":memory:":
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+        self.db.executescript(SCHEMA)
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All of one handler or none of it."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # ---- config -----------------------------------------------------------------------
+
+    def get_config(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM config WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_config(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO config (key, value) VALUES (?, ?)", (key, value))
+
+    # ---- promises ---------------------------------------------------------------------
+
+    def get_promise(self, promise_id: str) -> Promise | None:
+        row = self.db.execute(f"SELECT {PROMISE_COLUMNS} FROM promises WHERE id = ?", (promise_id,)).fetchone()
+        return None if row is None else _promise(row)
+
+    def set_promise(self, p: Promise) -> None:
+        self.db.execute(f"INSERT OR REPLACE INTO promises ({PROMISE_COLUMNS}) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", promise_row(p))
+
+    def insert_promises(self, rows: Iterable[PromiseRow]) -> None:
+        """Many new promises at once (catch-up); their ids must be absent."""
+        self.db.executemany(f"INSERT INTO promises ({PROMISE_COLUMNS}) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def present_promise_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` already name a promise."""
+        present: set[str] = set()
+        for start in range(0, len(ids), PROBE_SIZE):
+            probe = ids[start:start + PROBE_SIZE]
+            marks = ", ".join("?" * len(probe))
+            present.update(row[0] for row in self.db.execute(
+                f"SELECT id FROM promises WHERE id IN ({marks})", probe))
+        return present
+
+    def pending_awaiters_of(self, promise_id: str) -> list[Promise]:
+        """Pending promises whose callbacks name `promise_id` (the settlement scrub)."""
+        rows = self.db.execute(
+            f"SELECT {PROMISE_COLUMNS} FROM promises WHERE (callbacks != '[]' OR listeners != '[]') "
+            "AND state = 'pending'").fetchall()
+        return [p for p in map(_promise, rows) if promise_id in p.callbacks]
+
+    def any_registrations(self) -> bool:
+        """Whether any promise holds a callback or a listener."""
+        return self.db.execute(
+            "SELECT 1 FROM promises WHERE callbacks != '[]' OR listeners != '[]' LIMIT 1").fetchone() is not None
+
+    # ---- tasks ------------------------------------------------------------------------
+
+    def get_task(self, task_id: str) -> Task | None:
+        row = self.db.execute(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return None if row is None else _task(row)
+
+    def set_task(self, t: Task) -> None:
+        self.db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", task_row(t))
+
+    def set_tasks(self, rows: Iterable[TaskRow]) -> None:
+        self.db.executemany(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    # ---- schedules --------------------------------------------------------------------
+
+    def get_schedule(self, schedule_id: str) -> Schedule | None:
+        row = self.db.execute(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = ?", (schedule_id,)).fetchone()
+        return None if row is None else _schedule(row)
+
+    def set_schedule(self, s: Schedule) -> None:
+        self.db.execute(
+            f"INSERT OR REPLACE INTO schedules ({SCHEDULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (s.id, s.cron, s.promise_id, s.promise_timeout, dumps(s.promise_param.to_json()),
+             dumps(s.promise_tags), s.next_run_at, s.last_run_at, s.created_at))
+
+    def del_schedule(self, schedule_id: str) -> None:
+        self.db.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,))
+
+    # ---- timeouts ---------------------------------------------------------------------
+
+    def set_promise_timeout(self, promise_id: str, timeout: int) -> None:
+        self.set_promise_timeouts([(promise_id, timeout)])
+
+    def set_promise_timeouts(self, rows: Iterable[tuple[str, int]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO promise_timeouts (id, timeout) VALUES (?, ?)", rows)
+
+    def del_promise_timeout(self, promise_id: str) -> None:
+        self.db.execute("DELETE FROM promise_timeouts WHERE id = ?", (promise_id,))
+
+    def set_task_timeout(self, task_id: str, kind: int, timeout: int) -> None:
+        self.set_task_timeouts([(task_id, kind, timeout)])
+
+    def set_task_timeouts(self, rows: Iterable[tuple[str, int, int]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO task_timeouts (id, kind, timeout) VALUES (?, ?, ?)", rows)
+
+    def del_task_timeout(self, task_id: str) -> None:
+        """Both kinds, as the Lean's delTaskTimeout."""
+        self.db.execute("DELETE FROM task_timeouts WHERE id = ?", (task_id,))
+
+    def set_schedule_timeout(self, schedule_id: str, timeout: int) -> None:
+        self.db.execute("INSERT OR REPLACE INTO schedule_timeouts (id, timeout) VALUES (?, ?)",
+                        (schedule_id, timeout))
+
+    def del_schedule_timeout(self, schedule_id: str) -> None:
+        self.db.execute("DELETE FROM schedule_timeouts WHERE id = ?", (schedule_id,))
+
+    def first_due_schedule_timeout(self, now: int) -> tuple[int, str] | None:
+        row = self.db.execute("SELECT timeout, id FROM schedule_timeouts WHERE timeout <= ? "
+                              "ORDER BY timeout, id LIMIT 1", (now,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def due_promise_timeouts(self, bound: int) -> list[str]:
+        """Ids of the promise timeouts at or before `bound`, in firing order."""
+        return [row[0] for row in self.db.execute(
+            "SELECT id FROM promise_timeouts WHERE timeout <= ? ORDER BY timeout, id", (bound,))]
+
+    def settle_timed_out(self, bound: int) -> None:
+        """onPromiseTimeout for every promise timeout at or before `bound`, set-wise.
+
+        Only valid when no promise holds a callback or listener: then each settlement
+        touches its own promise, task and timeouts and nothing else, so the order in
+        which they happen cannot show."""
+        db = self.db
+        db.execute("DELETE FROM temp.firing")
+        db.execute("INSERT INTO temp.firing (id) SELECT t.id FROM promise_timeouts AS t "
+                   "JOIN promises AS p ON p.id = t.id WHERE t.timeout <= ? AND p.state = 'pending'", (bound,))
+        db.execute("UPDATE promises SET state = CASE timer WHEN 1 THEN 'resolved' ELSE 'rejected_timedout' END, "
+                   "settled_at = timeout_at, callbacks = '[]', listeners = '[]' "
+                   "WHERE id IN (SELECT id FROM temp.firing)")
+        db.execute("UPDATE tasks SET state = 'fulfilled', pid = NULL, ttl = NULL, resumes = '[]' "
+                   "WHERE id IN (SELECT id FROM temp.firing)")
+        db.execute("DELETE FROM task_timeouts WHERE id IN (SELECT id FROM temp.firing)")
+        db.execute("DELETE FROM promise_timeouts WHERE id IN (SELECT id FROM temp.firing)")
+
+    # ---- outbox -----------------------------------------------------------------------
+
+    def set_message(self, address: str, message: dict[str, Json]) -> None:
+        self.set_messages([(outbox_key(address, message), address, dumps(message))])
+
+    def set_messages(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Rows of (key, address, message JSON); a message replaces the one with its key."""
+        self.db.executemany("INSERT OR REPLACE INTO outbox (key, address, message) VALUES (?, ?, ?)", rows)
+
+    # ---- observation ------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Json]:
+        """The whole state as operations.md shows it, every list in its canonical order.
+
+        Sorted in Python, not SQL, so the order is code-point order whatever the collation."""
+        db = self.db
+        promises = sorted((_promise(r) for r in db.execute(f"SELECT {PROMISE_COLUMNS} FROM promises")),
+                          key=lambda p: p.id)
+        tasks = sorted((_task(r) for r in db.execute(f"SELECT {TASK_COLUMNS} FROM tasks")), key=lambda t: t.id)
+        schedules = sorted((_schedule(r) for r in db.execute(f"SELECT {SCHEDULE_COLUMNS} FROM schedules")),
+                           key=lambda s: s.id)
+        return {
+            "promises": [p.to_json() for p in promises],
+            "tasks": [t.to_json() for t in tasks],
+            "schedules": [s.to_json() for s in schedules],
+            "promiseTimeouts": [{"id": i, "timeout": t} for i, t in
+                                sorted(db.execute("SELECT id, timeout FROM promise_timeouts"))],
+            "taskTimeouts": [{"id": i, "kind": k, "timeout": t} for i, k, t in
+                             sorted(db.execute("SELECT id, kind, timeout FROM task_timeouts"))],
+            "scheduleTimeouts": [{"id": i, "timeout": t} for i, t in
+                                 sorted(db.execute("SELECT id, timeout FROM schedule_timeouts"))],
+            "outbox": [{"address": address, "message": json.loads(message)} for _, address, message in
+                       sorted(db.execute("SELECT key, address, message FROM outbox"))],
+        }
