@@ -1,0 +1,196 @@
+"""ServerState and its effects (Lean `01-objects/state.lean`), one function per effect.
+
+The Lean keeps each collection as a list that its `set*` effects keep free of duplicate
+ids (prepend after filtering out the old entry). A dict keyed by that id is the same
+value with O(1) effects: `set_*` replaces the entry with the same key, `del_*` removes it.
+Task timeouts are keyed by (id, kind); the outbox by `outbox_key`, as in the Lean.
+
+Effect names map 1:1 to the Lean: getSchedule -> get_schedule, setPromiseTimeout ->
+set_promise_timeout, setMessage -> set_message, and so on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+PromiseState = Literal["pending", "resolved", "rejected", "rejected_canceled", "rejected_timedout"]
+TaskState = Literal["pending", "acquired", "suspended", "halted", "fulfilled"]
+Profile = Literal["lean", "server"]
+Tags = Mapping[str, str]
+
+#: Lean TaskTimeout.kind: 0 = pending retry, 1 = lease expiration.
+RETRY, LEASE = 0, 1
+
+
+@dataclass(frozen=True)
+class Value:
+    headers: Tags = field(default_factory=dict)
+    data: str | None = None
+
+
+@dataclass(frozen=True)
+class PromiseObject:
+    id: str
+    state: PromiseState
+    param: Value
+    tags: Tags
+    timeout_at: int
+    created_at: int
+    value: Value = field(default_factory=Value)
+    settled_at: int | None = None
+    callbacks: tuple[str, ...] = ()
+    listeners: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskObject:
+    id: str
+    state: TaskState
+    version: int
+    ttl: int | None = None
+    pid: str | None = None
+    resumes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    id: str
+    cron: str
+    promise_id: str
+    promise_timeout: int
+    promise_param: Value
+    promise_tags: Tags
+    next_run_at: int
+    created_at: int
+    last_run_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Execute:
+    task_id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Unblock:
+    promise: PromiseObject
+
+
+Message = Execute | Unblock
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    address: str
+    message: Message
+
+
+def outbox_key(entry: OutboxEntry) -> str:
+    """Lean OutboxEntry.key: one execute per task, one unblock per (promise, address)."""
+    if isinstance(entry.message, Execute):
+        return entry.message.task_id
+    return f"{entry.message.promise.id}:notify:{entry.address}"
+
+
+@dataclass(frozen=True)
+class Config:
+    retry_timeout: int = 5000
+    #: Which reading of the past-due ambiguity catch-up follows (spec/schedules.md X-05).
+    profile: Profile = "lean"
+
+
+@dataclass
+class ServerState:
+    config: Config = field(default_factory=Config)
+    promises: dict[str, PromiseObject] = field(default_factory=dict)
+    tasks: dict[str, TaskObject] = field(default_factory=dict)
+    schedules: dict[str, Schedule] = field(default_factory=dict)
+    promise_timeouts: dict[str, int] = field(default_factory=dict)
+    task_timeouts: dict[tuple[str, int], int] = field(default_factory=dict)
+    schedule_timeouts: dict[str, int] = field(default_factory=dict)
+    outbox: dict[str, OutboxEntry] = field(default_factory=dict)
+
+
+def new_state(config: Config | None = None) -> ServerState:
+    """Lean ServerState.init."""
+    return ServerState(config=config or Config())
+
+
+# ---- tags (Lean Tags.get?, Tags.has, Tags.isTimer, PromiseObject.external) ----------
+
+def tags_get(tags: Tags, key: str) -> str | None:
+    return tags.get(key)
+
+
+def tags_has(tags: Tags, key: str) -> bool:
+    return tags_get(tags, key) is not None
+
+
+def is_timer(tags: Tags) -> bool:
+    return tags_get(tags, "resonate:timer") == "true"
+
+
+def is_external(p: PromiseObject) -> bool:
+    return tags_has(p.tags, "resonate:target") or is_timer(p.tags)
+
+
+# ---- effects --------------------------------------------------------------------------
+
+def get_promise(state: ServerState, id: str) -> PromiseObject | None:
+    return state.promises.get(id)
+
+
+def set_promise(state: ServerState, p: PromiseObject) -> None:
+    state.promises[p.id] = p
+
+
+def get_task(state: ServerState, id: str) -> TaskObject | None:
+    return state.tasks.get(id)
+
+
+def set_task(state: ServerState, t: TaskObject) -> None:
+    state.tasks[t.id] = t
+
+
+def get_schedule(state: ServerState, id: str) -> Schedule | None:
+    return state.schedules.get(id)
+
+
+def set_schedule(state: ServerState, s: Schedule) -> None:
+    state.schedules[s.id] = s
+
+
+def del_schedule(state: ServerState, id: str) -> None:
+    state.schedules.pop(id, None)
+
+
+def set_promise_timeout(state: ServerState, id: str, timeout: int) -> None:
+    state.promise_timeouts[id] = timeout
+
+
+def del_promise_timeout(state: ServerState, id: str) -> None:
+    state.promise_timeouts.pop(id, None)
+
+
+def set_task_timeout(state: ServerState, id: str, kind: int, timeout: int) -> None:
+    state.task_timeouts[(id, kind)] = timeout
+
+
+def del_task_timeout(state: ServerState, id: str) -> None:
+    """Every kind: the Lean filters on the id alone."""
+    for key in [key for key in state.task_timeouts if key[0] == id]:
+        del state.task_timeouts[key]
+
+
+def set_schedule_timeout(state: ServerState, id: str, timeout: int) -> None:
+    state.schedule_timeouts[id] = timeout
+
+
+def del_schedule_timeout(state: ServerState, id: str) -> None:
+    state.schedule_timeouts.pop(id, None)
+
+
+def set_message(state: ServerState, address: str, message: Message) -> None:
+    entry = OutboxEntry(address, message)
+    state.outbox[outbox_key(entry)] = entry
