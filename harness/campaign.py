@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable, TextIO
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
+from duespec import __version__
 from duespec.coverage import collecting
-from duespec.lockstep import lockstep
+from duespec.lockstep import Divergence, lockstep
 from duespec.systems import System
-from duespec.target import TargetFactory
+from duespec.target import TargetError, TargetFactory
+
+#: Where a failing campaign writes its shrunk counterexample unless told otherwise.
+DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
+
+#: How a campaign failed: the target answered differently, or could not answer at all,
+#: or something else raised (an oracle invariant, a bug in the harness or the model).
+DIVERGENCE, TARGET_ERROR, ERROR = "divergence", "target_error", "error"
+
+
+@dataclass(frozen=True)
+class CampaignProgress:
+    examples: int
+    steps: int
+    seconds: float
+    #: A failing run was found and Hypothesis is now shrinking it.
+    shrinking: bool
+
+
+ProgressCallback = Callable[[CampaignProgress], None]
 
 
 @dataclass
@@ -29,6 +52,12 @@ class CampaignResult:
     failure: str | None = None
     #: The shrunk failing run, as trace steps; empty when the campaign held.
     counterexample: list[dict[str, Any]] = field(default_factory=list)
+    #: The config every run was reset with (a trace header needs it).
+    config: dict[str, Any] = field(default_factory=dict)
+    #: DIVERGENCE, TARGET_ERROR or ERROR when the campaign failed.
+    failure_kind: str | None = None
+    #: The failure without Hypothesis's printed program: what went wrong, for people.
+    failure_summary: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -37,40 +66,93 @@ class CampaignResult:
 
 def run_campaign(system: System, target: TargetFactory, *, profile: str | None = None,
                  seed: int = 0, examples: int = 200, step_count: int = 50,
-                 oracle: TargetFactory | None = None) -> CampaignResult:
-    """Drive `target` against the model (or `oracle`) until `examples` runs pass or one fails."""
+                 oracle: TargetFactory | None = None,
+                 progress: ProgressCallback | None = None) -> CampaignResult:
+    """Drive `target` against the model (or `oracle`) until `examples` runs pass or one fails.
+
+    `progress`, when given, is called as each run starts (it decides how often to speak)."""
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
-    machine = lockstep(system.machine, oracle or system.model, target, system.config(profile))
+    config = system.config(profile)
+    machine = lockstep(system.machine, oracle or system.model, target, config)
     hypothesis_seed(seed)(machine)
-    counted = {"examples": 0, "steps": 0}
-    base_init = machine.__init__
+    counted = {"examples": 0, "failed_runs": 0}
+    started = time.perf_counter()
+    base_init, base_teardown = machine.__init__, machine.teardown
 
     def counting_init(self: Any) -> None:
         base_init(self)
         counted["examples"] += 1
+        if progress is not None:
+            progress(CampaignProgress(counted["examples"], machine.total_steps,
+                                      time.perf_counter() - started, counted["failed_runs"] > 0))
+
+    def noting_teardown(self: Any) -> None:
+        # Hypothesis tears down in a `finally`, so a failing run's exception is in flight
+        # (its own control flow uses BaseExceptions such as StopTest).
+        if isinstance(sys.exc_info()[1], Exception):
+            counted["failed_runs"] += 1
+        base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
+    machine.teardown = noting_teardown  # type: ignore[method-assign]
     run_settings = settings(
         max_examples=examples, stateful_step_count=step_count, deadline=None,
-        database=None, derandomize=False, print_blob=False,
+        database=None, derandomize=False, print_blob=False, report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
     )
-    started = time.perf_counter()
-    failure = None
+    failure = failure_kind = failure_summary = None
     with collecting() as coverage:
         try:
             run_state_machine_as_test(machine, settings=run_settings)
         except Exception as error:  # the machine's verdict, reported rather than raised
             notes = "\n".join(getattr(error, "__notes__", []))
-            failure = f"{type(error).__name__}: {error}" + (f"\n{notes}" if notes else "")
+            failure_summary = f"{type(error).__name__}: {error}"
+            failure = failure_summary + (f"\n{notes}" if notes else "")
+            failure_kind = (DIVERGENCE if isinstance(error, Divergence)
+                            else TARGET_ERROR if isinstance(error, TargetError) else ERROR)
     seconds = time.perf_counter() - started
     return CampaignResult(
         system=system.name, profile=profile, seed=seed, examples=counted["examples"],
         steps=machine.total_steps, seconds=seconds,
         coverage=coverage, failure=failure,
         counterexample=list(machine.last_steps) if failure else [],
+        config=config, failure_kind=failure_kind, failure_summary=failure_summary,
     )
+
+
+def progress_printer(every_seconds: float, stream: TextIO | None = None) -> ProgressCallback:
+    """A progress callback that prints one line at most every `every_seconds`, and once
+    when shrinking starts, to stderr: long campaigns show they are alive."""
+    last = {"printed": 0.0, "shrinking": False}
+
+    def report(now: CampaignProgress) -> None:
+        shrinking_started = now.shrinking and not last["shrinking"]
+        if not shrinking_started and now.seconds - last["printed"] < every_seconds:
+            return
+        last["printed"], last["shrinking"] = now.seconds, now.shrinking
+        rate = now.steps / now.seconds if now.seconds else 0.0
+        phase = "failing run found, shrinking it" if now.shrinking else "running"
+        print(f"  ... {phase}: {now.examples} runs, {now.steps} steps, {now.seconds:.0f}s "
+              f"({rate:,.0f} steps/s)", file=stream or sys.stderr, flush=True)
+
+    return report
+
+
+def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_FAILURE_DIR, *,
+                        target: str, producer: str) -> Path:
+    """Write the shrunk counterexample as a trace (docs/traces.md) that `duespec replay`
+    reruns; the name says system, profile, seed and target, so reruns overwrite it."""
+    from duespec.traces import TraceHeader, write_trace
+
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")[:48] or "target"
+    path = Path(directory) / f"{result.system}-{result.profile}-seed{result.seed}-{slug}.jsonl"
+    header = TraceHeader(
+        system=result.system, profile=result.profile, config=result.config, seed=result.seed,
+        producer=f"{producer} {__version__}",
+        extra={"target": target, "failure_kind": result.failure_kind,
+               "failure": (result.failure_summary or result.failure or "")[:2000]})
+    return write_trace(path, header, result.counterexample)
 

@@ -1,0 +1,184 @@
+"""`duespec conform SYSTEM --target T`: is an implementation duespec did not write conformant?
+
+The system's lockstep machine drives the target and the reference model (the oracle) side
+by side and compares every answer and the whole observable state after every step. The
+target may be a Python object or any program speaking docs/protocol.md. Exit 0: every
+campaign held; 1: a campaign failed (shrunk counterexample written as a trace); 2: bad
+usage, or the target is unusable (cannot start, fails the handshake or its first reset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+
+from duespec import junit
+from duespec.campaign import (
+    DEFAULT_FAILURE_DIR,
+    DIVERGENCE,
+    TARGET_ERROR,
+    CampaignResult,
+    progress_printer,
+    run_campaign,
+    write_failure_trace,
+)
+from duespec.cli import EXIT_FAILED, EXIT_HOLDS, UsageError
+from duespec.report import CoverageReport, report_for, write_json
+from duespec.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
+from duespec.systems import NAMES, System, get_system
+from duespec.target import TargetError, TargetFactory
+from duespec.targets import SPEC_HELP, TargetSpecError, close_factory, resolve
+
+#: Longest counterexample printed step by step; the trace file always has all of it.
+SHOWN_STEPS = 30
+
+
+def verdict_line(result: CampaignResult, target: str) -> str:
+    verdict = "HOLDS" if result.ok else {DIVERGENCE: "DIVERGES", TARGET_ERROR: "TARGET FAILED"}.get(
+        result.failure_kind or "", "FAILED")
+    rate = result.steps / result.seconds if result.seconds else 0.0
+    return (f"{verdict}: {result.system} [{result.profile}] target={target} seed={result.seed} "
+            f"runs={result.examples} steps={result.steps} ({result.seconds:.1f}s, {rate:,.0f} steps/s)")
+
+
+def counterexample_lines(result: CampaignResult) -> list[str]:
+    steps = result.counterexample
+    lines = [f"shrunk counterexample ({len(steps)} steps; `result` is the model's answer):"]
+    shown = steps if len(steps) <= SHOWN_STEPS else steps[-SHOWN_STEPS:]
+    if len(shown) < len(steps):
+        lines.append(f"  ... {len(steps) - len(shown)} earlier steps in the trace file")
+    for step in shown:
+        args = json.dumps(step["args"], sort_keys=True)
+        answer = json.dumps(step.get("result"), sort_keys=True)
+        lines.append(f"  {step['i']:>3}  {step['op']} {args} at now={step['now']}  ->  {answer}")
+    return lines
+
+
+def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Path | None) -> list[str]:
+    command = ["duespec", "conform", args.system, "--target", args.target, "--profile", result.profile,
+               "--seed", str(result.seed), "--examples", str(args.examples), "--steps", str(args.steps)]
+    lines = ["reproduce:", "  " + shlex.join(command)]
+    if trace is not None:
+        lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
+    return lines
+
+
+def failure_details(args: argparse.Namespace, result: CampaignResult, trace: Path | None,
+                    trace_problem: str | None) -> str:
+    """Everything a person (or a CI log) needs about one failed campaign."""
+    lines = [result.failure_summary or result.failure or "failed"]
+    if result.failure_kind not in (DIVERGENCE, TARGET_ERROR):
+        lines.append("(this failure was raised inside duespec, by the oracle or the harness, not "
+                     "by a comparison with the target; Hypothesis's report follows)")
+        lines.append(result.failure or "")
+    if result.counterexample:
+        lines.extend(counterexample_lines(result))
+    if trace is not None:
+        lines.append(f"trace: {trace}")
+    elif trace_problem:
+        lines.append(f"trace not written: {trace_problem}")
+    lines.extend(reproduce_lines(args, result, trace))
+    return "\n".join(lines)
+
+
+def preflight(system: System, factory: TargetFactory, profile: str) -> None:
+    """Start one instance before the campaign, so a target that cannot even start is reported
+    as unusable (exit 2) instead of as a counterexample of zero steps."""
+    try:
+        target = factory()
+        target.reset(system.config(profile))
+        target.observe()
+        target.close()
+    except TargetError as error:
+        raise UsageError(f"target unusable: {error}") from None
+    except Exception as error:  # a Python target's constructor or reset may raise anything
+        raise UsageError(f"target unusable: starting a fresh instance raised "
+                         f"{type(error).__name__}: {error}") from None
+
+
+def profiles_of(system: System, requested: list[str] | None) -> list[str]:
+    if not requested:
+        return [system.profiles[0]]
+    if requested == ["all"]:
+        return list(system.profiles)
+    unknown = [p for p in requested if p not in system.profiles]
+    if unknown:
+        raise UsageError(f"{system.name} has no profile {', '.join(unknown)}; known: "
+                         f"{', '.join(system.profiles)} (or all)")
+    return list(dict.fromkeys(requested))
+
+
+def main(args: argparse.Namespace) -> int:
+    for name, value in (("--examples", args.examples), ("--steps", args.steps)):
+        if value < 1:
+            raise UsageError(f"{name} must be at least 1, got {value}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    system = get_system(args.system)
+    profiles = profiles_of(system, args.profile)
+    try:
+        factory = resolve(system, args.target, timeout=args.timeout,
+                          start_timeout=max(args.timeout, START_TIMEOUT))
+    except TargetSpecError as error:
+        raise UsageError(str(error)) from None
+    cases: list[junit.Case] = []
+    coverage: list[CoverageReport] = []
+    try:
+        preflight(system, factory, profiles[0])
+        for profile in profiles:
+            result = run_campaign(
+                system, factory, profile=profile, seed=args.seed, examples=args.examples,
+                step_count=args.steps,
+                progress=progress_printer(args.progress) if args.progress > 0 else None)
+            print(verdict_line(result, args.target), flush=True)
+            details = ""
+            if not result.ok:
+                trace, problem = None, None
+                try:
+                    trace = write_failure_trace(result, args.trace_dir, target=args.target,
+                                                producer="duespec conform")
+                except (OSError, ValueError) as error:
+                    problem = str(error)
+                details = failure_details(args, result, trace, problem)
+                print(details, flush=True)
+            report = report_for(system, result)
+            coverage.append(report)
+            if not args.no_coverage:
+                print(report.render(), flush=True)
+            cases.append(junit.Case(result, args.target, details))
+    finally:
+        close_factory(factory)
+    if args.junit:
+        print(f"junit: {junit.write(args.junit, f'duespec conform {system.name}', cases)}")
+    if args.coverage_json:
+        print(f"coverage: {write_json(coverage, args.coverage_json)}")
+    return EXIT_HOLDS if all(case.result.ok for case in cases) else EXIT_FAILED
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "conform", help="conformance campaign: any target (a program, a Python object) vs the model",
+        description="Drive a target and the reference model in lockstep with the system's "
+                    "Hypothesis state machine; compare every response and the whole state. "
+                    "Exit 0: conforms; 1: a divergence (its shrunk counterexample is written "
+                    "as a trace); 2: bad usage or an unusable target.",
+        epilog='example: duespec conform duebook --target "stdio:node examples/node-duebook/duebook.js"')
+    parser.add_argument("system", choices=NAMES)
+    parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
+    parser.add_argument("--profile", action="append", metavar="PROFILE",
+                        help="spec reading; repeat for several, or 'all' (default: the system's first)")
+    parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    parser.add_argument("--examples", type=int, default=200, help="runs per campaign (default 200)")
+    parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
+                        help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")
+    parser.add_argument("--coverage-json", metavar="FILE", help="write the spec-coverage report as JSON")
+    parser.add_argument("--no-coverage", action="store_true", help="do not print the spec-coverage report")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds a stdio target may take per request (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
+                        help="print a progress line to stderr every SECONDS (default 10; 0: never)")
+    parser.set_defaults(run=main)

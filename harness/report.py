@@ -1,0 +1,114 @@
+"""The spec-coverage report: which requirements and spec branches a campaign exercised.
+
+A campaign that holds says little if it never reached half the spec. The model tags every
+branch it takes (`duespec.coverage.reached("D-09.not_due")`); this report groups those
+tags by requirement ID, counts them, and sets them against the requirement catalogue
+(duespec/spec/<catalogue>.md) to list the requirements no step ever reached. Some
+requirements are checked by proofs or unit tests rather than by any branch of the model,
+so "never reached" is a list to read, not a failure; missing `required_tags` are a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from duespec.campaign import CampaignResult
+from duespec.systems import System
+
+#: A requirement ID: one or two capital letters, a dash, two or three digits (D-07, S-02).
+REQUIREMENT_ID = re.compile(r"\b([A-Z]{1,2}-\d{2,3})\b")
+#: An ID where it is defined: first on its line, after Markdown decoration (**, #, |, -).
+DEFINED_ID = re.compile(r"^[\s#*|>\-]*\**([A-Z]{1,2}-\d{2,3})\b", re.MULTILINE)
+
+
+def catalogue_text(name: str) -> str:
+    return resources.files("duespec.spec").joinpath(name).read_text(encoding="utf-8")
+
+
+def catalogue_ids(text: str) -> list[str]:
+    """The requirement IDs a catalogue defines, in order of definition.
+
+    An ID counts as defined where it starts a line (a heading, a bold lead, a table row);
+    a catalogue with no such line falls back to every ID it mentions."""
+    found = DEFINED_ID.findall(text) or REQUIREMENT_ID.findall(text)
+    return list(dict.fromkeys(found))
+
+
+def requirement_of(tag: str) -> str:
+    """"D-09.not_due" -> "D-09"."""
+    return tag.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class CoverageReport:
+    system: str
+    profile: str
+    catalogue: str
+    #: Requirement ID -> {tag: times reached}, for every ID that was reached.
+    reached: dict[str, dict[str, int]]
+    #: Catalogue IDs no step reached, in catalogue order.
+    never_reached: list[str]
+    #: Required tags (System.required_tags) the campaign did not reach.
+    missing_required: list[str]
+    #: Tags whose ID the catalogue does not define (a typo in the model, or a stale catalogue).
+    unknown: list[str]
+    catalogue_size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system, "profile": self.profile, "catalogue": self.catalogue,
+            "catalogue_ids": self.catalogue_size,
+            "reached": self.reached, "never_reached": self.never_reached,
+            "missing_required_tags": self.missing_required, "unknown_tags": self.unknown,
+        }
+
+    def render(self) -> str:
+        covered = self.catalogue_size - len(self.never_reached)
+        lines = [f"spec coverage: {self.system} [{self.profile}], {covered} of {self.catalogue_size} "
+                 f"requirements of {self.catalogue} reached"]
+        for requirement, tags in self.reached.items():
+            branches = ", ".join(f"{tag.split('.', 1)[1] if '.' in tag else tag} {count:,}"
+                                 for tag, count in tags.items())
+            lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  {branches}")
+        if self.never_reached:
+            lines.append("  never reached: " + ", ".join(self.never_reached)
+                         + " (checked elsewhere, or not by this machine)")
+        if self.missing_required:
+            lines.append("  required tags not reached (a default campaign must reach them): " + ", ".join(self.missing_required))
+        if self.unknown:
+            lines.append("  tags with an ID the catalogue does not define: " + ", ".join(self.unknown))
+        return "\n".join(lines)
+
+
+def coverage_report(system: System, profile: str, coverage: Counter[str]) -> CoverageReport:
+    ids = catalogue_ids(catalogue_text(system.catalogue))
+    known = set(ids)
+    grouped: dict[str, dict[str, int]] = {}
+    order = {requirement: index for index, requirement in enumerate(ids)}
+    for tag in sorted(coverage, key=lambda t: (order.get(requirement_of(t), len(order)), t)):
+        grouped.setdefault(requirement_of(tag), {})[tag] = coverage[tag]
+    return CoverageReport(
+        system=system.name, profile=profile, catalogue=system.catalogue, reached=grouped,
+        never_reached=[requirement for requirement in ids if requirement not in grouped],
+        missing_required=sorted(tag for tag in system.required_tags if not coverage[tag]),
+        unknown=sorted(tag for tag in coverage if requirement_of(tag) not in known),
+        catalogue_size=len(ids),
+    )
+
+
+def report_for(system: System, result: CampaignResult) -> CoverageReport:
+    return coverage_report(system, result.profile, result.coverage)
+
+
+def write_json(reports: list[CoverageReport], path: str | Path) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps([report.to_json() for report in reports], indent=2) + "\n",
+                      encoding="utf-8")
+    return target
