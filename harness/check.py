@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from duespec.campaign import CampaignResult, run_campaign
+from duespec.campaign import (
+    DEFAULT_FAILURE_DIR,
+    CampaignResult,
+    progress_printer,
+    run_campaign,
+    write_failure_trace,
+)
+from duespec.report import report_for
 from duespec.systems import NAMES, get_system
 
 
@@ -20,8 +27,19 @@ def report(result: CampaignResult) -> str:
 def main(args: argparse.Namespace) -> int:
     system = get_system(args.system)
     result = run_campaign(system, system.impl, profile=args.profile, seed=args.seed,
-                          examples=args.examples, step_count=args.steps)
+                          examples=args.examples, step_count=args.steps,
+                          progress=progress_printer(args.progress) if args.progress > 0 else None)
     print(report(result))
+    if not result.ok:
+        try:
+            trace = write_failure_trace(result, args.trace_dir, target="impl", producer="duespec check")
+        except (OSError, ValueError) as error:
+            print(f"trace not written: {error}")
+        else:
+            print(f"trace of the shrunk counterexample: {trace}\n"
+                  f"reproduce: duespec replay {trace} --target impl")
+    if not args.no_coverage:
+        print(report_for(system, result).render())
     return 0 if result.ok else 1
 
 
@@ -35,4 +53,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--examples", type=int, default=200, help="runs to try (default 200)")
     parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
     parser.add_argument("--profile", default=None, help="spec reading (default: the system's first)")
+    parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
+                        help=f"where a failure's trace is written (default {DEFAULT_FAILURE_DIR})")
+    parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
+                        help="print a progress line to stderr every SECONDS (default 10; 0: never)")
+    parser.add_argument("--no-coverage", action="store_true", help="do not print the spec-coverage report")
     parser.set_defaults(run=main)
