@@ -1,0 +1,361 @@
+"""Resonate schedules for the harness: model and implementation as JSON targets, and the
+lockstep machine that drives them through schedules, promises and a clock that jumps.
+
+The environment is part of the machine: the clock only moves forward, sometimes a little,
+sometimes to the edge of the next tick, sometimes far enough to miss many ticks; timeouts
+fire one by one, all at once (`tick`), again, or for a schedule already deleted. After every
+step the properties of spec/schedules_properties.py are checked on the oracle's states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, precondition, rule
+
+from duespec.impl.schedules import ScheduleServer
+from duespec.lockstep import LockstepMachine, state_diff
+from duespec.model import schedules as model
+from duespec.model.schedules.clock import MAX_TIME, next_run
+from duespec.model.schedules.expand import expand
+from duespec.spec import schedules_properties as spec
+from duespec.systems import System
+from duespec.target import Json
+
+PROFILES = ("lean", "server")
+DEFAULT_RETRY_TIMEOUT = 5000
+
+MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
+
+
+def config_of(config: dict[str, Json]) -> model.Config:
+    """operations.md config: {"profile": "lean" | "server", "retry_timeout": int}."""
+    unknown = set(config) - {"profile", "retry_timeout"}
+    if unknown:
+        raise ValueError(f"schedules config takes profile and retry_timeout, not {sorted(unknown)}")
+    profile = config.get("profile", "lean")
+    retry_timeout = config.get("retry_timeout", DEFAULT_RETRY_TIMEOUT)
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if type(retry_timeout) is not int or not 0 <= retry_timeout <= MAX_TIME:
+        raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
+    return model.Config(retry_timeout=retry_timeout, profile=profile)
+
+
+class ModelTarget:
+    """The reference model behind the JSON contract."""
+
+    def __init__(self) -> None:
+        self.state: model.ServerState | None = None
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self.state = model.new_state(config_of(config))
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        assert self.state is not None, "reset() first"
+        return model.step(self.state, op, args, now)
+
+    def observe(self) -> dict[str, Json]:
+        assert self.state is not None, "reset() first"
+        return model.observe(self.state)
+
+    def close(self) -> None:
+        self.state = None
+
+
+class ImplTarget:
+    """duespec.impl.schedules (SQLite, in memory) behind the JSON contract."""
+
+    def __init__(self) -> None:
+        self.server: ScheduleServer | None = None
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self.close()
+        checked = config_of(config)
+        self.server = ScheduleServer(profile=checked.profile, retry_timeout=checked.retry_timeout)
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        assert self.server is not None, "reset() first"
+        return self.server.handle(op, args, now)
+
+    def observe(self) -> dict[str, Json]:
+        assert self.server is not None, "reset() first"
+        return self.server.observe()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+# --- the values the machine draws: realistic most of the time, the edges and garbage some ---
+
+#: 2025-01-01T00:00:00Z.
+EPOCH_2025 = 1_735_689_600_000
+STARTS = (
+    EPOCH_2025,
+    EPOCH_2025 + 59_999,                     # 1 ms before a minute boundary
+    1_740_787_140_000,                       # 2025-02-28T23:59:00Z: month end, no leap day
+    1_835_387_940_000,                       # 2028-02-28T23:59:00Z: the night before a leap day
+    1_767_225_540_000,                       # 2025-12-31T23:59:00Z: year end
+)
+
+SCHEDULE_IDS = ("nightly", "poll", "report")
+CRONS = (
+    "* * * * *",            # every minute
+    "0 * * * *",            # hourly
+    "*/7 * * * *",          # minutes 0,7,...,56: the step does not divide the hour
+    "30 9 * * mon-fri",     # named days
+    "0 0 * * sun",
+    "0 0 31 * *",           # month end, skips short months
+    "0 0 29 2 *",           # leap day
+    "59 23 28-31 * *",
+    "@hourly",
+)
+INVALID_CRONS = ("60 * * * *", "* * * *", "0 0 30 2 *", "every minute", "", 5)
+TEMPLATES = ("{{.id}}.{{.timestamp}}", "{{.id}}-{{.timestamp}}", "tick-{{.timestamp}}",
+             "{{.timestamp}}")
+INVALID_TEMPLATES = ("{{.id}}", "fixed", 7)
+PROMISE_TIMEOUTS = (0, 1, 1000, MINUTE, HOUR, DAY, 30 * DAY)
+INVALID_TIMEOUTS = (-1, 1.5, True, MAX_TIME + 1, "60000")
+PARAMS = ({"headers": {}, "data": None}, {"headers": {"traceparent": "00-1"}, "data": "eyJ4IjoxfQ=="})
+INVALID_PARAMS = ({"data": None}, {"headers": [], "data": None}, {"headers": {}, "data": 3})
+TARGET = {"resonate:target": "poll://any@workers"}
+TAGS = (
+    {},
+    TARGET,
+    {"resonate:timer": "true"},
+    {**TARGET, "resonate:timer": "true"},
+    {**TARGET, "resonate:delay": "0"},
+    {**TARGET, "resonate:delay": str(EPOCH_2025 + 2 * HOUR)},
+    {**TARGET, "resonate:delay": str(EPOCH_2025 + 400 * DAY)},
+)
+INVALID_TAGS = ({"resonate:delay": "-5"}, {"resonate:delay": "soon"}, {"k": 1}, [])
+INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None)
+PROMISE_IDS = ("p1", "p2", "nightly.1")
+
+#: Most catch-up occurrences one clock move may owe, over all schedules: bounds a step's work.
+MAX_OWED_PER_JUMP = 400
+
+
+@st.composite
+def mostly(draw: st.DrawFn, common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any],
+           one_in: int) -> Any:
+    """`rare` about once in `one_in` draws; shrinks towards `common`."""
+    return draw(rare if draw(st.integers(0, one_in - 1)) == one_in - 1 else common)
+
+
+def pool(common: tuple[Any, ...], invalid: tuple[Any, ...], one_in: int = 30) -> st.SearchStrategy[Any]:
+    return mostly(st.sampled_from(common), st.sampled_from(invalid), one_in)
+
+
+class SchedulesMachine(LockstepMachine):
+    """schedule.create/get/delete/search, promise.create/get, and the environment."""
+
+    system = "schedules"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.profile = self.config.get("profile", "lean")
+        self.now = EPOCH_2025
+        self.deleted: list[str] = []
+        self.state = self.oracle.observe()
+
+    def act(self, op: str, args: dict[str, Json]) -> dict[str, Json]:
+        """One lockstep step, then every transition property on the oracle's before/after."""
+        before = self.state
+        response = self.call(op, args, self.now)
+        self.state = after = self.oracle.observe()
+        for prop in spec.TRANSITION_PROPERTIES:
+            assert prop(before, self.steps[-1], after, self.profile), (
+                f"{prop.__name__} broken: {(prop.__doc__ or '').splitlines()[0]}\n"
+                f"  step {self.steps[-1]['op']} {self.steps[-1]['args']} at now={self.now}: "
+                f"{self.steps[-1]['result']}\n  changes:\n    "
+                + "\n    ".join(state_diff(before, after)[:20]))
+        return response
+
+    # --- views of the oracle's state ---
+
+    def schedules(self) -> list[dict[str, Json]]:
+        return self.state["schedules"]
+
+    def due(self, kind: str) -> list[str]:
+        return [t["id"] for t in self.state[kind] if t["timeout"] <= self.now]
+
+    def move_clock(self, to: int) -> None:
+        """Forward only, and never so far that the schedules owe more than MAX_OWED_PER_JUMP
+        occurrences: then the clock stops just before the first occurrence over the bound."""
+        to = min(max(to, self.now), MAX_TIME)
+        owed: list[int] = []
+        for s in self.schedules():
+            t = s["nextRunAt"]
+            for _ in range(MAX_OWED_PER_JUMP + 1):
+                if t > to:
+                    break
+                owed.append(t)
+                t = next_run(s["cron"], t)
+        if len(owed) > MAX_OWED_PER_JUMP:
+            to = max(self.now, sorted(owed)[MAX_OWED_PER_JUMP] - 1)
+        self.now = to
+
+    @initialize(start=st.sampled_from(STARTS))
+    def start_clock(self, start: int) -> None:
+        self.now = start
+
+    # --- the protocol ---
+
+    @rule(id=pool(SCHEDULE_IDS, INVALID_SCHEDULE_IDS), cron=pool(CRONS, INVALID_CRONS),
+          template=pool(TEMPLATES, INVALID_TEMPLATES), timeout=pool(PROMISE_TIMEOUTS, INVALID_TIMEOUTS),
+          param=pool(PARAMS, INVALID_PARAMS), tags=pool(TAGS, INVALID_TAGS))
+    def create_schedule(self, id: Json, cron: Json, template: Json, timeout: Json, param: Json,
+                        tags: Json) -> None:
+        self.act("schedule.create", {"id": id, "cron": cron, "promiseId": template,
+                                     "promiseTimeout": timeout, "promiseParam": param,
+                                     "promiseTags": tags})
+
+    @rule(op=st.sampled_from(("schedule.get", "schedule.search")), id=st.sampled_from(SCHEDULE_IDS),
+          search=st.sampled_from(({}, {"limit": 10}, {"cursor": "nightly", "limit": 1})))
+    def read_schedules(self, op: str, id: str, search: dict[str, Json]) -> None:
+        self.act(op, {"id": id} if op == "schedule.get" else search)
+
+    @rule(id=st.sampled_from(SCHEDULE_IDS))
+    def delete_schedule(self, id: str) -> None:
+        if self.act("schedule.delete", {"id": id})["status"] == 200:
+            self.deleted.append(id)
+
+    @rule(id=st.sampled_from(PROMISE_IDS), timeout=st.sampled_from((-MINUTE, -1, 0, 1, MINUTE, DAY)),
+          tags=pool(TAGS, INVALID_TAGS), param=pool(PARAMS, INVALID_PARAMS))
+    def create_promise(self, id: str, timeout: int, tags: Json, param: Json) -> None:
+        self.act("promise.create", {"id": id, "timeoutAt": max(self.now + timeout, 0),
+                                    "param": param, "tags": tags})
+
+    def has_schedules(self) -> bool:
+        return bool(self.schedules())
+
+    @precondition(has_schedules)
+    @rule(pick=st.integers(0, 9), ahead=st.integers(0, 2), timeout=st.sampled_from((-1, 0, MINUTE)),
+          tags=st.sampled_from(TAGS))
+    def create_promise_on_an_occurrence(self, pick: int, ahead: int, timeout: int, tags: Json) -> None:
+        """A caller takes the id a coming (or the last) tick will expand to, before it fires."""
+        s = self.schedules()[pick % len(self.schedules())]
+        cron_time = s["nextRunAt"] if ahead or s["lastRunAt"] is None else s["lastRunAt"]
+        for _ in range(ahead - 1):
+            cron_time = next_run(s["cron"], cron_time)
+        if cron_time > MAX_TIME:
+            return
+        self.act("promise.create", {"id": expand(s["promiseId"], s["id"], cron_time),
+                                    "timeoutAt": max(self.now + timeout, 0),
+                                    "param": PARAMS[0], "tags": tags})
+
+    @rule(id=st.sampled_from(PROMISE_IDS), pick=st.integers(0, 30), known=st.booleans())
+    def get_promise(self, id: str, pick: int, known: bool) -> None:
+        promises = self.state["promises"]
+        if known and promises:
+            id = promises[pick % len(promises)]["id"]
+        self.act("promise.get", {"id": id})
+
+    @rule(op=st.sampled_from(("schedule.get", "promise.get", "promise.create", "tick", "warp")),
+          args=st.sampled_from(({}, {"id": 3}, {"id": "p1", "extra": 1}, None)),
+          now=st.sampled_from((None, -1, MAX_TIME + 1, 1.5, True)))
+    def garbage(self, op: str, args: Json, now: Json) -> None:
+        """Malformed requests, an unknown op, invalid instants: 400, and nothing changes."""
+        saved = self.now
+        self.now = saved if now is None else now
+        try:
+            self.act(op, args)
+        finally:
+            self.now = saved
+
+    # --- the clock ---
+
+    @rule(span=st.sampled_from((1, 999, 30_000, MINUTE - 1, MINUTE, 3 * HOUR, DAY, 7 * DAY, 45 * DAY,
+                                400 * DAY)))
+    def time_passes(self, span: int) -> None:
+        """A moment, or downtime that misses many ticks (bounded by MAX_OWED_PER_JUMP)."""
+        self.move_clock(self.now + span)
+
+    @precondition(has_schedules)
+    @rule(pick=st.integers(0, 9), edge=st.sampled_from((-1, 0, 1)))
+    def clock_reaches_a_tick(self, pick: int, edge: int) -> None:
+        """To 1 ms before, at, or 1 ms after a schedule's next tick."""
+        s = self.schedules()[pick % len(self.schedules())]
+        self.move_clock(s["nextRunAt"] + edge)
+
+    # --- the environment firing timeouts ---
+
+    def schedule_due(self) -> bool:
+        return bool(self.due("scheduleTimeouts"))
+
+    @precondition(schedule_due)
+    @rule(pick=st.integers(0, 9))
+    def fire_due_schedule(self, pick: int) -> None:
+        due = self.due("scheduleTimeouts")
+        self.act("schedule.timeout", {"id": due[pick % len(due)]})
+
+    @rule(pick=st.integers(0, 9), id=st.sampled_from(PROMISE_IDS))
+    def fire_promise_timeout(self, pick: int, id: str) -> None:
+        """A due promise timeout if there is one; else one for a promise that is absent,
+        settled or not yet due."""
+        due = self.due("promiseTimeouts")
+        self.act("promise.timeout", {"id": due[pick % len(due)] if due else id})
+
+    def has_fired(self) -> bool:
+        return any(s["lastRunAt"] is not None for s in self.schedules())
+
+    @precondition(has_fired)
+    @rule(pick=st.integers(0, 9))
+    def refire_schedule(self, pick: int) -> None:
+        """The same timeout delivered twice: the tick it was for has already fired."""
+        fired = [s["id"] for s in self.schedules() if s["lastRunAt"] is not None]
+        self.act("schedule.timeout", {"id": fired[pick % len(fired)]})
+
+    def has_deleted(self) -> bool:
+        return bool(self.deleted)
+
+    @precondition(has_deleted)
+    @rule(pick=st.integers(0, 9))
+    def fire_deleted_schedule(self, pick: int) -> None:
+        """A timeout that was in flight when its schedule was deleted."""
+        self.act("schedule.timeout", {"id": self.deleted[pick % len(self.deleted)]})
+
+    @rule()
+    def tick(self) -> None:
+        self.act("tick", {})
+
+    # --- state invariants (on the oracle, whose state the target has matched) ---
+
+    @invariant()
+    def state_invariants_hold(self) -> None:
+        for holds in spec.STATE_INVARIANTS:
+            assert holds(self.state), f"{holds.__name__} broken: {(holds.__doc__ or '').splitlines()[0]}"
+
+
+#: Branches every default campaign reaches in both profiles (checked by
+#: tests/test_schedules_machine.py). Not required: R-00.* and TO-01 callbacks/listeners
+#: (nothing in this API registers them), TO-03.absent through tick (unreachable: delete
+#: disarms), X-03.unknown_op beyond the garbage rule's reach.
+REQUIRED_TAGS = frozenset({
+    "S-01.absent", "S-01.found",
+    "S-02.created", "S-02.exists", "S-02.invalid",
+    "S-03.absent", "S-03.deleted",
+    "S-04.not_implemented",
+    "P-01.absent", "P-01.pending", "P-01.projected", "P-01.settled", "P-01.invalid",
+    "P-02.pending", "P-02.pending_external", "P-02.dispatched", "P-02.delayed", "P-02.delay_passed",
+    "P-02.expired_at_creation", "P-02.expired_at_creation_task", "P-02.exists",
+    "P-02.exists_projected", "P-02.invalid",
+    "TO-01.absent", "TO-01.not_pending", "TO-01.settled", "TO-01.task_fulfilled",
+    "TO-02.occurrence", "TO-02.caught_up",
+    "TO-03.absent", "TO-03.fired",
+    "ENV-01.promise", "ENV-01.schedule", "ENV-01.idle", "ENV-01.invalid",
+})
+
+SYSTEM = System(
+    name="schedules",
+    profiles=PROFILES,
+    config=lambda profile: {"profile": profile, "retry_timeout": DEFAULT_RETRY_TIMEOUT},
+    model=ModelTarget,
+    impl=ImplTarget,
+    machine=SchedulesMachine,
+    catalogue="schedules.md",
+    required_tags=REQUIRED_TAGS,
+)

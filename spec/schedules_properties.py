@@ -1,0 +1,236 @@
+"""Resonate schedules' properties (spec/schedules.md SP-01..SP-12) as plain predicates.
+
+They speak only the JSON of docs/operations.md: a state invariant takes one observable
+state; a transition property takes the states before and after one step, the step
+`{"op", "args", "now", "result"}` and the profile. They use the spec's two opaque
+functions, nextCron (X-01) and expand (X-02), and nothing of the handlers, so they judge
+the model as independently as they judge any target.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from duespec.model.schedules.clock import next_run
+from duespec.model.schedules.expand import expand
+
+State = dict[str, Any]
+Step = dict[str, Any]
+
+READ_ONLY_OPS = frozenset({"schedule.get", "schedule.search", "promise.get"})
+
+
+def _by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in records}
+
+
+def occurrences(schedule: dict[str, Any], now: int) -> list[int]:
+    """The cronTimes a firing at `now` owes: nextRunAt and every following tick up to now."""
+    due, t = [], schedule["nextRunAt"]
+    while t <= now:
+        due.append(t)
+        t = next_run(schedule["cron"], t)
+    return due
+
+
+def fired_schedules(step: Step) -> list[str]:
+    """Ids whose onScheduleTimeout this step ran, in firing order."""
+    if step["result"].get("status") != 200:
+        return []
+    if step["op"] == "schedule.timeout":
+        return [step["args"]["id"]]
+    if step["op"] == "tick":
+        return [f["id"] for f in step["result"]["fired"] if f["kind"] == "schedule"]
+    return []
+
+
+# --- state invariants -------------------------------------------------------------------
+
+
+def every_schedule_armed_at_next_run(state: State) -> bool:
+    """SP-11: exactly one schedule timeout per schedule, at its nextRunAt; none for a gone one."""
+    armed = {t["id"]: t["timeout"] for t in state["scheduleTimeouts"]}
+    return armed == {s["id"]: s["nextRunAt"] for s in state["schedules"]}
+
+
+def last_run_precedes_next_run(state: State) -> bool:
+    """SP-12: a schedule's last fired tick is strictly before its next one."""
+    return all(s["lastRunAt"] is None or s["lastRunAt"] < s["nextRunAt"] for s in state["schedules"])
+
+
+# --- transition properties --------------------------------------------------------------
+
+
+def rejected_request_changes_nothing(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-09: a 400 (checked before any lookup) leaves the whole state as it was."""
+    return step["result"].get("status") != 400 or before == after
+
+
+def reads_change_nothing(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-10: get, search and promise.get (projection included) never write."""
+    return step["op"] not in READ_ONLY_OPS or before == after
+
+
+def create_is_idempotent(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-03: creating an existing id answers the stored schedule, ignores the body, writes nothing."""
+    if step["op"] != "schedule.create" or step["result"].get("status") != 200:
+        return True
+    stored = _by_id(before["schedules"]).get(step["args"]["id"])
+    if stored is None:
+        return True
+    return step["result"]["schedule"] == stored and before == after
+
+
+def create_arms_first_tick(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-03: a new schedule is the request at createdAt = now, armed at nextCron(cron, now)."""
+    if step["op"] != "schedule.create" or step["result"].get("status") != 200:
+        return True
+    args, now = step["args"], step["now"]
+    if args["id"] in _by_id(before["schedules"]):
+        return True
+    expected = {"id": args["id"], "cron": args["cron"], "promiseId": args["promiseId"],
+                "promiseTimeout": args["promiseTimeout"], "promiseParam": args["promiseParam"],
+                "promiseTags": args["promiseTags"], "nextRunAt": next_run(args["cron"], now),
+                "lastRunAt": None, "createdAt": now}
+    armed = {"id": args["id"], "timeout": expected["nextRunAt"]}
+    return step["result"]["schedule"] == expected and after == {
+        **before,
+        "schedules": sorted(before["schedules"] + [expected], key=lambda s: s["id"]),
+        "scheduleTimeouts": sorted(before["scheduleTimeouts"] + [armed], key=lambda t: t["id"]),
+    }
+
+
+def delete_disarms(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-04: delete removes the schedule and its timeout together and touches nothing else."""
+    if step["op"] != "schedule.delete" or step["result"].get("status") not in (200, 404):
+        return True
+    id = step["args"]["id"]
+    if step["result"]["status"] == 404:
+        return id not in _by_id(before["schedules"]) and before == after
+    return after == {**before,
+                     "schedules": [s for s in before["schedules"] if s["id"] != id],
+                     "scheduleTimeouts": [t for t in before["scheduleTimeouts"] if t["id"] != id]}
+
+
+def firing_a_missing_schedule_changes_nothing(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-05: the timeout of a deleted (or never created) schedule is a no-op."""
+    if step["op"] != "schedule.timeout" or step["result"].get("status") != 200:
+        return True
+    return step["args"]["id"] in _by_id(before["schedules"]) or before == after
+
+
+def refiring_a_fired_tick_changes_nothing(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-07: firing a schedule with no tick due (its tick already fired) changes nothing."""
+    if step["op"] != "schedule.timeout" or step["result"].get("status") != 200:
+        return True
+    s = _by_id(before["schedules"]).get(step["args"]["id"])
+    return s is None or s["nextRunAt"] <= step["now"] or before == after
+
+
+def catch_up_is_chronological(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-01: a firing creates one promise per missed tick, each at its own cronTime, none skipped
+    or repeated, and leaves lastRunAt on the last tick and nextRunAt on the first one after now.
+
+    Each tick's promise must exist afterwards; a tick whose id was new is created from the
+    schedule with timeoutAt = cronTime + promiseTimeout and createdAt = the `now` the tick
+    was created at (cronTime under `lean`, the firing time under `server`), or timeoutAt if
+    it was born expired. No promise appears that is not one of the fired ticks."""
+    now = step["now"]
+    schedules_before = _by_id(before["schedules"])
+    schedules_after = _by_id(after["schedules"])
+    promises_before = _by_id(before["promises"])
+    promises_after = _by_id(after["promises"])
+    owed: dict[str, dict[str, Any]] = {}
+    for id in fired_schedules(step):
+        s = schedules_before.get(id)
+        if s is None:
+            continue
+        ticks = occurrences(s, now)
+        fired = schedules_after.get(id)
+        expected_last = ticks[-1] if ticks else s["lastRunAt"]
+        expected_next = next_run(s["cron"], ticks[-1]) if ticks else s["nextRunAt"]
+        if fired != {**s, "lastRunAt": expected_last, "nextRunAt": expected_next}:
+            return False
+        for cron_time in ticks:
+            promise_id = expand(s["promiseId"], s["id"], cron_time)
+            created_at = cron_time if profile == "lean" else now
+            timeout_at = cron_time + s["promiseTimeout"]
+            owed.setdefault(promise_id, {
+                "param": s["promiseParam"], "tags": s["promiseTags"], "timeoutAt": timeout_at,
+                "createdAt": created_at if timeout_at > created_at else timeout_at})
+    for promise_id, fields in owed.items():
+        p = promises_after.get(promise_id)
+        if p is None:
+            return False
+        if promise_id not in promises_before and any(p[k] != v for k, v in fields.items()):
+            return False
+    if step["op"] in ("schedule.timeout", "tick"):
+        new = set(promises_after) - set(promises_before)
+        return new <= set(owed)
+    return True
+
+
+def firing_leaves_nothing_due(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-02: after a tick nothing is due: every schedule's nextRunAt and promise timeout > now."""
+    if step["op"] != "tick" or step["result"].get("status") != 200:
+        return True
+    now = step["now"]
+    return (all(t["timeout"] > now for t in after["scheduleTimeouts"])
+            and all(t["timeout"] > now for t in after["promiseTimeouts"])
+            and all(s["nextRunAt"] > now for s in after["schedules"]))
+
+
+def occurrence_ids_unique(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-06: one schedule's ticks fired by a step get pairwise distinct promise ids."""
+    for id in fired_schedules(step):
+        s = _by_id(before["schedules"]).get(id)
+        if s is None:
+            continue
+        ticks = occurrences(s, step["now"])
+        if len({expand(s["promiseId"], s["id"], t) for t in ticks}) != len(ticks):
+            return False
+    return True
+
+
+def expired_at_creation_dispatches_nothing(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-08: a promise born past its timeout (createdAt = timeoutAt; a promise born pending has
+    createdAt < timeoutAt) is settled at its timeout, and dispatches no task: its task, if
+    any, is fulfilled, with no retry timeout and no execute message."""
+    promises_before = _by_id(before["promises"])
+    tasks_after = _by_id(after["tasks"])
+    timed_tasks = {t["id"] for t in after["taskTimeouts"]}
+    messages = {e["message"]["taskId"] for e in after["outbox"] if e["message"]["kind"] == "execute"}
+    for p in after["promises"]:
+        if p["id"] in promises_before or p["createdAt"] != p["timeoutAt"]:
+            continue
+        timer = p["tags"].get("resonate:timer") == "true"
+        if p["state"] != ("resolved" if timer else "rejected_timedout") or p["settledAt"] != p["timeoutAt"]:
+            return False
+        task = tasks_after.get(p["id"])
+        if task is not None and task["state"] != "fulfilled":
+            return False
+        if p["id"] in timed_tasks or p["id"] in messages:
+            return False
+    return True
+
+
+StateInvariant = Callable[[State], bool]
+TransitionProperty = Callable[[State, Step, State, str], bool]
+
+STATE_INVARIANTS: tuple[StateInvariant, ...] = (
+    every_schedule_armed_at_next_run,
+    last_run_precedes_next_run,
+)
+TRANSITION_PROPERTIES: tuple[TransitionProperty, ...] = (
+    catch_up_is_chronological,
+    firing_leaves_nothing_due,
+    create_is_idempotent,
+    create_arms_first_tick,
+    delete_disarms,
+    firing_a_missing_schedule_changes_nothing,
+    occurrence_ids_unique,
+    refiring_a_fired_tick_changes_nothing,
+    expired_at_creation_dispatches_nothing,
+    rejected_request_changes_nothing,
+    reads_change_nothing,
+)
