@@ -1,0 +1,206 @@
+"""`duespec replay TRACE...`: re-run recorded traces against a target, stop at the first divergence.
+
+Each step goes to the target (default: the production implementation). Its response must
+equal the recorded `result`; a trace without results (an ITF import from Quint, say) is
+judged by the model instead. The model also runs alongside as the state oracle, because a
+trace records responses, not states: after every step the target's whole observable state
+must equal the model's. Against the model itself the oracle would only compare the model
+with itself, so it is left out and only the recorded results (and states, if any) count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
+from duespec.lockstep import describe_divergence, state_diff
+from duespec.systems import System, get_system
+from duespec.target import Json, Target, TargetFactory, comparable
+from duespec.traces import TraceError, TraceHeader, read_trace
+
+BUILT_IN_TARGETS = ("model", "impl")
+
+
+@dataclass
+class ReplayResult:
+    path: str
+    system: str
+    profile: str
+    target: str
+    #: Steps taken, the diverging one included.
+    steps: int
+    seconds: float
+    #: Responses and whole states actually compared (a trace without results, replayed
+    #: against the model, compares nothing, and says so).
+    responses_compared: int = 0
+    states_compared: int = 0
+    #: None when the trace is confirmed; otherwise what went wrong, for people.
+    divergence: str | None = None
+    #: The diverging step, as recorded.
+    step: dict[str, Json] | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.divergence is None
+
+    def report(self) -> str:
+        rate = self.steps / self.seconds if self.seconds else 0.0
+        where = f"{self.path} [{self.system}/{self.profile}] against {self.target}"
+        if self.confirmed:
+            return (f"CONFIRMED: {where}: {self.steps} steps, {self.responses_compared} responses and "
+                    f"{self.states_compared} states compared ({self.seconds:.2f}s, {rate:,.0f} steps/s)")
+        at = f"step {self.step['i']}" if self.step and self.step["i"] >= 0 else "the start"
+        return f"DIVERGES: {where} at {at}\n{self.divergence}"
+
+
+class _Diverged(Exception):
+    def __init__(self, step: dict[str, Json], text: str):
+        super().__init__(text)
+        self.step, self.text = step, text
+
+
+def resolve_target(system: System, spec: str) -> TargetFactory:
+    """"model" and "impl" are the system's own; anything else goes to duespec.targets."""
+    if spec == "model":
+        return system.model
+    if spec == "impl":
+        return system.impl
+    try:
+        targets = importlib.import_module("duespec.targets")
+    except ModuleNotFoundError:
+        raise UsageError(f"unknown target {spec!r}; known: {', '.join(BUILT_IN_TARGETS)}") from None
+    try:
+        return targets.resolve(system, spec)
+    except (ValueError, LookupError, ImportError, OSError) as error:
+        raise UsageError(f"cannot use target {spec!r}: {error}") from None
+
+
+def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None) -> ReplayResult:
+    """Replay one trace file; raise TraceError if it is malformed.
+
+    `factory` overrides how the target is built (tests pass a deliberately broken one);
+    `target` is then only its name in the report."""
+    header, steps = read_trace(path)
+    system = get_system(header.system)
+    if header.profile not in system.profiles:
+        raise TraceError(str(path), 1, f"header: {header.system} has no profile {header.profile!r}; "
+                                       f"known: {', '.join(system.profiles)}")
+    subject = (factory or resolve_target(system, target))()
+    oracle = None if target == "model" and factory is None else system.model()
+    result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0)
+    started = time.perf_counter()
+    try:
+        result.steps = _run(header, steps, subject, oracle, result)
+    except _Diverged as diverged:
+        result.steps = max(diverged.step["i"] + 1, 0)
+        result.step, result.divergence = diverged.step, diverged.text
+    finally:
+        result.seconds = time.perf_counter() - started
+        subject.close()
+        if oracle is not None:
+            oracle.close()
+    return result
+
+
+def _run(header: TraceHeader, steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | None,
+         counts: ReplayResult) -> int:
+    _attempt(lambda: subject.reset(dict(header.config)), None, "the target could not reset")
+    if oracle is not None:
+        _attempt(lambda: oracle.reset(dict(header.config)), None, "the model could not reset")
+    taken = 0
+    for step in steps:
+        op, args, now = step["op"], step["args"], step["now"]
+        recorded = step.get("result")
+        expected = recorded
+        if oracle is not None:
+            answer = _attempt(lambda: oracle.step(op, args, now), step, "the model raised")
+            if recorded is not None and comparable(answer) != comparable(recorded):
+                raise _Diverged(step, "the model no longer gives the recorded result, so the trace "
+                                      "does not follow the current spec:\n"
+                                + _indent(describe_divergence(step, "response", comparable(recorded),
+                                                              comparable(answer))))
+            expected = answer
+        actual = _attempt(lambda: subject.step(op, args, now), step, "the target raised")
+        if expected is not None and comparable(expected) != comparable(actual):
+            text = describe_divergence(step, "response", comparable(expected), comparable(actual))
+            if oracle is not None:
+                lines = state_diff(oracle.observe(), _attempt(subject.observe, step, "observe raised"))
+                text += "\n  state after the step (model vs target):\n" + "\n".join(
+                    f"    {line}" for line in lines or ["(no difference)"])
+            raise _Diverged(step, text)
+        counts.responses_compared += expected is not None
+        if oracle is not None or "state" in step:
+            want = oracle.observe() if oracle is not None else step["state"]
+            have = _attempt(subject.observe, step, "the target's observe() raised")
+            if want != have:
+                raise _Diverged(step, describe_divergence(step, "state", want, have))
+            if oracle is not None and "state" in step and step["state"] != want:
+                raise _Diverged(step, "the model's state differs from the state recorded in the trace:\n"
+                                + _indent(describe_divergence(step, "state", step["state"], want)))
+            counts.states_compared += 1
+        taken += 1
+    return taken
+
+
+def _attempt(action: object, step: dict[str, Json] | None, what: str) -> Json:
+    try:
+        return action()  # type: ignore[operator]
+    except Exception as error:  # a crash is a finding, reported like a divergence
+        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
+                 f"at now={step['now']}") if step else "before the first step"
+        raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def trace_files(paths: list[str]) -> list[Path]:
+    """The given files, and every *.jsonl under the given directories, in a stable order."""
+    found: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found.extend(sorted(path.rglob("*.jsonl")))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise UsageError(f"no such file or directory: {name}")
+    if not found:
+        raise UsageError(f"no traces (*.jsonl) under {', '.join(paths)}")
+    return found
+
+
+def main(args: argparse.Namespace) -> int:
+    worst = EXIT_HOLDS
+    for path in trace_files(args.traces):
+        try:
+            result = replay(path, args.target)
+        except TraceError as error:
+            print(f"MALFORMED: {error}", file=sys.stderr)
+            worst = EXIT_USAGE
+            continue
+        print(result.report(), flush=True)
+        if not result.confirmed and worst == EXIT_HOLDS:
+            worst = EXIT_FAILED
+    return worst
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "replay", help="re-run recorded traces against a target; report the first divergence",
+        description="Replay each trace (a .jsonl file, or every .jsonl under a directory) against "
+                    "the target, comparing every response with the recorded result and, after "
+                    "every step, the target's whole state with the model's. Exit 0 when every "
+                    "trace is confirmed, 1 when one diverges, 2 when one is malformed.")
+    parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file or directory")
+    parser.add_argument("--target", default="impl",
+                        help="model, impl (default) or any target spec duespec.targets accepts")
+    parser.set_defaults(run=main)
