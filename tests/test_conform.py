@@ -1,0 +1,127 @@
+"""`duespec conform` end to end: the JavaScript duebook holds, its broken copy is caught
+with a short counterexample written as a trace, and unusable targets exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from duespec.campaign import CampaignProgress, progress_printer
+from duespec.cli import main
+from duespec.systems.duebook import ModelTarget
+from duespec.target import TargetError
+from duespec.traces import read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = f"stdio:node {ROOT / 'examples/node-duebook/duebook.js'}"
+BROKEN = f"stdio:node {ROOT / 'examples/node-duebook/broken.js'}"
+SMALL = ["--examples", "30", "--steps", "20", "--progress", "0"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def node_is_installed() -> None:
+    assert shutil.which("node"), "node is required for the conformance examples; install node 20+"
+
+
+def conform(*args: str) -> int:
+    return main(["conform", "duebook", *args])
+
+
+def test_the_javascript_duebook_conforms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit, coverage = tmp_path / "junit.xml", tmp_path / "coverage.json"
+    code = conform("--target", GOOD, *SMALL, "--junit", str(junit), "--coverage-json", str(coverage),
+                   "--trace-dir", str(tmp_path / "failures"))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("HOLDS: duebook [seed]")
+    assert not (tmp_path / "failures").exists()
+    suite = ElementTree.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+    [report] = json.loads(coverage.read_text())
+    assert report["reached"]["D-03"]["D-03.scheduled"] > 0
+    assert "D-25" in report["never_reached"]  # snapshot/restore is not in the JSON contract
+
+
+def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "junit.xml"
+    code = conform("--target", BROKEN, *SMALL, "--junit", str(junit), "--trace-dir", str(tmp_path))
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("DIVERGES: duebook [seed]")
+    [trace] = tmp_path.glob("*.jsonl")
+    header, steps = read_trace(trace)
+    steps = list(steps)
+    assert header.system == "duebook" and header.seed == 0 and header.config == {"max_open": 3}
+    # The bug is at the end of the claim window: schedule, then claim at expires_at.
+    assert 2 <= len(steps) <= 4, steps
+    last = steps[-1]
+    assert last["op"] == "claim" and last["result"] == {"error": "expired"}
+    claimed = next(s["result"]["ok"] for s in steps if s["op"] == "schedule" and "ok" in s["result"])
+    assert last["now"] == claimed["expires_at"]
+    assert f"trace: {trace}" in out
+    assert f"duespec replay {trace} --target" in out
+    assert "--seed 0" in out
+    failure = ElementTree.parse(junit).getroot().find("./testsuite/testcase/failure")
+    assert failure is not None and str(trace) in (failure.text or "")
+
+
+def test_a_python_factory_is_a_target(capsys: pytest.CaptureFixture[str]) -> None:
+    code = conform("--target", "duespec.systems.duebook:ModelTarget", *SMALL, "--no-coverage")
+    assert code == 0, capsys.readouterr().out
+
+
+class CrashesOnLargeTimes(ModelTarget):
+    """A target that cannot answer at all for some inputs (as a crashing program would)."""
+
+    def step(self, op: str, args: dict, now: int) -> dict:
+        if now > 2**62:
+            raise TargetError("pretend the program died")
+        return super().step(op, args, now)
+
+
+def test_a_target_error_mid_campaign_is_a_shrunk_failure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "junit.xml"
+    code = conform("--target", f"{__name__}:CrashesOnLargeTimes", *SMALL, "--no-coverage",
+                   "--junit", str(junit), "--trace-dir", str(tmp_path))
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("TARGET FAILED") and "pretend the program died" in out
+    _, steps = read_trace(next(tmp_path.glob("*.jsonl")))
+    assert [s["now"] > 2**62 for s in steps][-1]
+    assert ElementTree.parse(junit).getroot().find("./testsuite/testcase/error") is not None
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("nonsense", "unknown target 'nonsense'"),
+    ("stdio:", "names no command"),
+    ("no_such_module_duespec:factory", "cannot import 'no_such_module_duespec'"),
+    ("duespec.systems.duebook:NoSuchThing", "has no attribute 'NoSuchThing'"),
+    ("stdio:no-such-program-duespec", "target unusable: cannot start target"),
+    (f"stdio:{sys.executable} -c pass", "target unusable"),
+])
+def test_unusable_targets_exit_2(target: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert conform("--target", target, *SMALL) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_an_unknown_profile_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert conform("--target", "model", "--profile", "nope", *SMALL) == 2
+    assert "no profile nope" in capsys.readouterr().err
+
+
+def test_progress_speaks_at_most_every_interval_and_when_shrinking_starts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    report = progress_printer(5.0, sys.stdout)
+    for seconds, shrinking in ((1, False), (3, False), (6, False), (7, True), (8, True), (12, True)):
+        report(CampaignProgress(examples=seconds, steps=10 * seconds, seconds=seconds, shrinking=shrinking))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0].strip() for line in lines] == [
+        "... running", "... failing run found, shrinking it", "... failing run found, shrinking it"]
+    assert "6 runs" in lines[0] and "7 runs" in lines[1] and "12 runs" in lines[2]
