@@ -7,7 +7,8 @@ import importlib
 import sys
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
-COMMANDS = ("duespec.prove", "duespec.check", "duespec.bench", "duespec.replay", "duespec.itf")
+COMMANDS = ("duespec.prove", "duespec.check", "duespec.bench", "duespec.replay", "duespec.itf",
+            "duespec.conform")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
