@@ -381,6 +381,8 @@ def _schedules_scenarios() -> list[Scenario]:
                  (create("every-minute", "* * * * *", 10 * minute, start),
                   ("tick", {}, start + 5 * minute + 30_000),
                   ("promise.get", {"id": f"every-minute.{start + minute}"}, start + 5 * minute + 30_000),
+                  ("promise.get", {"id": f"every-minute.{start + 5 * minute}"}, start + 5 * minute + 30_000),
+                  ("promise.get", {"id": f"every-minute.{start + 6 * minute}"}, start + 5 * minute + 30_000),
                   ("schedule.get", {"id": "every-minute"}, start + 5 * minute + 30_000),
                   ("tick", {}, start + 5 * minute + 40_000))),
         Scenario("schedules", "expired_at_creation",
