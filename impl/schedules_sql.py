@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
 from duespec.impl.schedules_records import (
-    Json, Promise, Schedule, Task, Value, is_timer, outbox_key,
+    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, Json, Promise, Schedule, Tags, Task, Value, execute_message,
+    is_external, is_timer, outbox_key, timed_out_state, unblock_message,
 )
 
 SCHEMA = """
@@ -76,18 +78,31 @@ CREATE TABLE IF NOT EXISTS schedule_timeouts (
     timeout INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS schedule_timeouts_due ON schedule_timeouts (timeout, id);
+-- A message is either execute (task_id, version) or unblock (promise: the JSON record).
 CREATE TABLE IF NOT EXISTS outbox (
     key     TEXT PRIMARY KEY,
     address TEXT NOT NULL,
-    message TEXT NOT NULL
+    kind    TEXT NOT NULL CHECK (kind IN ('execute', 'unblock')),
+    task_id TEXT,
+    version INTEGER,
+    promise TEXT
 ) WITHOUT ROWID;
 """
 
-#: Host parameters per `IN (...)` probe; well under SQLite's limit.
-PROBE_SIZE = 500
+#: Page cache of a file-backed store: a year-long catch-up touches ~100 MB of B-tree pages.
+CACHE_KIB = 256 * 1024
 
 PromiseRow = tuple[str, str, str, str, str, int, int, int | None, str, str, int]
 TaskRow = tuple[str, str, int, str, int | None, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PromiseShape:
+    """What the promises of one request, or of one schedule's occurrences, share."""
+
+    param: Value
+    tags: Tags
+    retry_timeout: int
 
 
 def dumps(value: Json) -> str:
@@ -131,6 +146,12 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     )
 
 
+def _message(kind: str, task_id: str | None, version: int | None, promise: str | None) -> dict[str, Json]:
+    if kind == "execute":
+        return execute_message(str(task_id), int(version or 0))
+    return unblock_message(json.loads(str(promise)))
+
+
 PROMISE_COLUMNS = ("id, state, param, value, tags, timeout_at, created_at, settled_at, "
                    "callbacks, listeners, timer")
 TASK_COLUMNS = "id, state, version, resumes, ttl, pid"
@@ -148,8 +169,11 @@ class Store:
         if path != ":memory:":
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self.db.executescript(SCHEMA)
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, timeout_at INTEGER NOT NULL, "
+                        "now INTEGER NOT NULL) WITHOUT ROWID")
 
     def close(self) -> None:
         self.db.close()
@@ -184,20 +208,44 @@ class Store:
         self.db.execute(f"INSERT OR REPLACE INTO promises ({PROMISE_COLUMNS}) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", promise_row(p))
 
-    def insert_promises(self, rows: Iterable[PromiseRow]) -> None:
-        """Many new promises at once (catch-up); their ids must be absent."""
-        self.db.executemany(f"INSERT INTO promises ({PROMISE_COLUMNS}) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    def create_promises(self, requests: Iterable[tuple[str, int, int]], shape: PromiseShape) -> None:
+        """P-02 promise.create for each (id, timeoutAt, now) of `requests`, in order, set-wise.
 
-    def present_promise_ids(self, ids: Sequence[str]) -> set[str]:
-        """Which of `ids` already name a promise."""
-        present: set[str] = set()
-        for start in range(0, len(ids), PROBE_SIZE):
-            probe = ids[start:start + PROBE_SIZE]
-            marks = ", ".join("?" * len(probe))
-            present.update(row[0] for row in self.db.execute(
-                f"SELECT id FROM promises WHERE id IN ({marks})", probe))
-        return present
+        The id's first request creates it and any later one, like any id already stored,
+        takes the idempotent branch, which writes nothing; so only the absent ids matter,
+        each written independently of the others. The CASEs are P-02's branches: created
+        pending (with a task dispatched now or delayed) or created already timed out."""
+        db = self.db
+        db.execute("DELETE FROM temp.creating")
+        db.executemany("INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) VALUES (?, ?, ?)", requests)
+        db.execute("DELETE FROM temp.creating WHERE EXISTS (SELECT 1 FROM promises WHERE promises.id = creating.id)")
+        timer = is_timer(shape.tags)
+        db.execute(
+            f"INSERT INTO promises ({PROMISE_COLUMNS}) SELECT id, "
+            "CASE WHEN timeout_at > now THEN 'pending' ELSE :timed_out END, :param, :value, :tags, timeout_at, "
+            "CASE WHEN timeout_at > now THEN now ELSE timeout_at END, "
+            "CASE WHEN timeout_at > now THEN NULL ELSE timeout_at END, '[]', '[]', :timer "
+            "FROM temp.creating ORDER BY id",
+            {"timed_out": timed_out_state(shape.tags), "param": dumps(shape.param.to_json()),
+             "value": dumps(EMPTY_VALUE.to_json()), "tags": dumps(shape.tags), "timer": int(timer)})
+        if is_external(shape.tags):
+            db.execute("INSERT OR REPLACE INTO promise_timeouts (id, timeout) SELECT id, timeout_at "
+                       "FROM temp.creating WHERE timeout_at > now ORDER BY id")
+        target = shape.tags.get(TARGET_TAG)
+        if target is None:
+            return
+        delay = shape.tags.get(DELAY_TAG)
+        times = {"delay": None if delay is None else int(delay), "retry": shape.retry_timeout}
+        db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) SELECT id, "
+                   "CASE WHEN timeout_at > now THEN 'pending' ELSE 'fulfilled' END, 0, '[]', NULL, NULL "
+                   "FROM temp.creating ORDER BY id")
+        db.execute("INSERT OR REPLACE INTO task_timeouts (id, kind, timeout) SELECT id, 0, "
+                   "CASE WHEN :delay > now THEN :delay ELSE now + :retry END "
+                   "FROM temp.creating WHERE timeout_at > now ORDER BY id", times)
+        db.execute("INSERT OR REPLACE INTO outbox (key, address, kind, task_id, version, promise) "
+                   "SELECT id, :target, 'execute', id, 0, NULL FROM temp.creating "
+                   "WHERE timeout_at > now AND NOT coalesce(:delay > now, 0) ORDER BY id",
+                   {**times, "target": target})
 
     def pending_awaiters_of(self, promise_id: str) -> list[Promise]:
         """Pending promises whose callbacks name `promise_id` (the settlement scrub)."""
@@ -220,9 +268,6 @@ class Store:
     def set_task(self, t: Task) -> None:
         self.db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", task_row(t))
 
-    def set_tasks(self, rows: Iterable[TaskRow]) -> None:
-        self.db.executemany(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", rows)
-
     # ---- schedules --------------------------------------------------------------------
 
     def get_schedule(self, schedule_id: str) -> Schedule | None:
@@ -241,19 +286,14 @@ class Store:
     # ---- timeouts ---------------------------------------------------------------------
 
     def set_promise_timeout(self, promise_id: str, timeout: int) -> None:
-        self.set_promise_timeouts([(promise_id, timeout)])
-
-    def set_promise_timeouts(self, rows: Iterable[tuple[str, int]]) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO promise_timeouts (id, timeout) VALUES (?, ?)", rows)
+        self.db.execute("INSERT OR REPLACE INTO promise_timeouts (id, timeout) VALUES (?, ?)", (promise_id, timeout))
 
     def del_promise_timeout(self, promise_id: str) -> None:
         self.db.execute("DELETE FROM promise_timeouts WHERE id = ?", (promise_id,))
 
     def set_task_timeout(self, task_id: str, kind: int, timeout: int) -> None:
-        self.set_task_timeouts([(task_id, kind, timeout)])
-
-    def set_task_timeouts(self, rows: Iterable[tuple[str, int, int]]) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO task_timeouts (id, kind, timeout) VALUES (?, ?, ?)", rows)
+        self.db.execute("INSERT OR REPLACE INTO task_timeouts (id, kind, timeout) VALUES (?, ?, ?)",
+                        (task_id, kind, timeout))
 
     def del_task_timeout(self, task_id: str) -> None:
         """Both kinds, as the Lean's delTaskTimeout."""
@@ -297,11 +337,13 @@ class Store:
     # ---- outbox -----------------------------------------------------------------------
 
     def set_message(self, address: str, message: dict[str, Json]) -> None:
-        self.set_messages([(outbox_key(address, message), address, dumps(message))])
-
-    def set_messages(self, rows: Iterable[tuple[str, str, str]]) -> None:
-        """Rows of (key, address, message JSON); a message replaces the one with its key."""
-        self.db.executemany("INSERT OR REPLACE INTO outbox (key, address, message) VALUES (?, ?, ?)", rows)
+        """A message replaces the pending one with the same key (Lean setMessage)."""
+        if message["kind"] == "execute":
+            columns = (message["taskId"], message["version"], None)
+        else:
+            columns = (None, None, dumps(message["promise"]))
+        self.db.execute("INSERT OR REPLACE INTO outbox (key, address, kind, task_id, version, promise) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (outbox_key(address, message), address, message["kind"], *columns))
 
     # ---- observation ------------------------------------------------------------------
 
@@ -325,6 +367,7 @@ class Store:
                              sorted(db.execute("SELECT id, kind, timeout FROM task_timeouts"))],
             "scheduleTimeouts": [{"id": i, "timeout": t} for i, t in
                                  sorted(db.execute("SELECT id, timeout FROM schedule_timeouts"))],
-            "outbox": [{"address": address, "message": json.loads(message)} for _, address, message in
-                       sorted(db.execute("SELECT key, address, message FROM outbox"))],
+            "outbox": [{"address": address, "message": _message(kind, task_id, version, promise)}
+                       for _, address, kind, task_id, version, promise in
+                       sorted(db.execute("SELECT key, address, kind, task_id, version, promise FROM outbox"))],
         }
