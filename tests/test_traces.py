@@ -3,16 +3,13 @@ trace is refused with the file, the line and the problem."""
 
 from __future__ import annotations
 
-import gc
-import itertools
 import json
-import tracemalloc
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from duespec.replay import replay
+from duespec.bench_traces import duebook_churn, peak_bytes
 from duespec.traces import (FORMAT_VERSION, TraceError, TraceHeader, TraceWriter, read_trace,
                             record, write_trace)
 
@@ -107,35 +104,13 @@ def test_steps_before_a_broken_line_are_delivered(tmp_path: Path) -> None:
 
 # --- constant memory --------------------------------------------------------------------
 
-def churn(count: int) -> Iterator[tuple[str, dict[str, Any], int]]:
-    """schedule, claim, schedule, claim...: the book never holds more than one deferral."""
-    for n in itertools.count():
-        if 2 * n >= count:
-            return
-        yield "schedule", {"owner": "o", "delay": 0, "ttl": 0}, n
-        if 2 * n + 1 < count:
-            yield "claim", {"id": n + 1}, n
-
-
-def peak_replay_memory(path: Path) -> tuple[int, int]:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = replay(path, "model")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert result.confirmed, result.report()
-    return result.steps, peak
-
-
 def test_replay_memory_does_not_grow_with_trace_length(tmp_path: Path) -> None:
     config = {"max_open": 3}
     header = TraceHeader("duebook", "seed", config)
-    short = write_trace(tmp_path / "short.jsonl", header, record("duebook", config, churn(10_000)))
-    long = write_trace(tmp_path / "long.jsonl", header, record("duebook", config, churn(100_000)))
-    short_steps, short_peak = peak_replay_memory(short)
-    long_steps, long_peak = peak_replay_memory(long)
+    short = write_trace(tmp_path / "short.jsonl", header, record("duebook", config, duebook_churn(10_000)))
+    long = write_trace(tmp_path / "long.jsonl", header, record("duebook", config, duebook_churn(100_000)))
+    short_steps, short_peak = peak_bytes(short)
+    long_steps, long_peak = peak_bytes(long)
     assert (short_steps, long_steps) == (10_000, 100_000)
     # Ten times the steps, the same peak: nothing accumulates per step.
     assert long_peak / short_peak < 1.5, (short_peak, long_peak)
