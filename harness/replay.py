@@ -11,7 +11,6 @@ with itself, so it is left out and only the recorded results (and states, if any
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -19,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from duespec import targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
 from duespec.lockstep import describe_divergence, state_diff
 from duespec.systems import System, get_system
 from duespec.target import Json, Target, TargetFactory, comparable
 from duespec.traces import TraceError, TraceHeader, read_trace
-
-BUILT_IN_TARGETS = ("model", "impl")
-
 
 @dataclass
 class ReplayResult:
@@ -67,19 +64,11 @@ class _Diverged(Exception):
 
 
 def resolve_target(system: System, spec: str) -> TargetFactory:
-    """"model" and "impl" are the system's own; anything else goes to duespec.targets."""
-    if spec == "model":
-        return system.model
-    if spec == "impl":
-        return system.impl
-    try:
-        targets = importlib.import_module("duespec.targets")
-    except ModuleNotFoundError:
-        raise UsageError(f"unknown target {spec!r}; known: {', '.join(BUILT_IN_TARGETS)}") from None
+    """The factory `spec` names (model, impl, module:factory, stdio:COMMAND), or UsageError."""
     try:
         return targets.resolve(system, spec)
-    except (ValueError, LookupError, ImportError, OSError) as error:
-        raise UsageError(f"cannot use target {spec!r}: {error}") from None
+    except targets.TargetSpecError as error:
+        raise UsageError(str(error)) from None
 
 
 def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None) -> ReplayResult:
@@ -201,6 +190,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "every step, the target's whole state with the model's. Exit 0 when every "
                     "trace is confirmed, 1 when one diverges, 2 when one is malformed.")
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file or directory")
-    parser.add_argument("--target", default="impl",
-                        help="model, impl (default) or any target spec duespec.targets accepts")
+    parser.add_argument("--target", default="impl", help=f"{targets.SPEC_HELP} (default: impl)")
     parser.set_defaults(run=main)
