@@ -236,3 +236,38 @@ def test_itf_command_imports_and_exports(tmp_path: Path, capsys: pytest.CaptureF
                      "--system", "duebook"]) == 2
     assert cli_main(["itf", "import", str(QUINT_FIXTURE), "-o", str(tmp_path / "x.jsonl")]) == 2
     assert "pass --system" in capsys.readouterr().err
+
+
+def test_quint_schedules_trace_imports_with_camel_case_actions_and_maps(tmp_path: Path) -> None:
+    """A schedules spec: `scheduleCreate`, tags as a Quint map, the clock as a variable."""
+    start = 1_767_225_600_000
+    some = lambda v: {"tag": "Some", "value": v}  # noqa: E731
+    picks = {"id": some("s"), "cron": some("* * * * *"), "promiseId": some("{{.id}}.{{.timestamp}}"),
+             "promiseTimeout": some({"#bigint": "60000"}),
+             "promiseParam": some({"headers": {"#map": []}, "data": NONE}),
+             "promiseTags": some({"#map": [["resonate:target", "poll://any@workers"]]})}
+    states = [
+        {"#meta": {"index": 0}, "spec::now": {"#bigint": str(start)}, "mbt::actionTaken": "init",
+         "mbt::nondetPicks": {name: NONE for name in picks}},
+        {"#meta": {"index": 1}, "spec::now": {"#bigint": str(start)}, "mbt::actionTaken": "scheduleCreate",
+         "mbt::nondetPicks": picks},
+        {"#meta": {"index": 2}, "spec::now": {"#bigint": str(start + 150_000)}, "mbt::actionTaken": "advanceTime",
+         "mbt::nondetPicks": {name: NONE for name in picks}},
+        {"#meta": {"index": 3}, "spec::now": {"#bigint": str(start + 150_000)}, "mbt::actionTaken": "tick",
+         "mbt::nondetPicks": {name: NONE for name in picks}},
+        {"#meta": {"index": 4}, "spec::now": {"#bigint": str(start + 150_000)}, "mbt::actionTaken": "ScheduleGet",
+         "mbt::nondetPicks": {**{name: NONE for name in picks}, "id": some("s")}},
+    ]
+    source = tmp_path / "schedules.itf.json"
+    source.write_text(json.dumps({"vars": ["spec::now", "mbt::actionTaken", "mbt::nondetPicks"], "states": states}))
+    trace = import_itf(source, tmp_path / "s.jsonl", system="schedules", profile="server")
+    header, steps = read_trace(trace)
+    steps = list(steps)
+    assert header.config == {"profile": "server", "retry_timeout": 5000}
+    assert [(s["op"], s["now"]) for s in steps] == [
+        ("schedule.create", start), ("tick", start + 150_000), ("schedule.get", start + 150_000)]
+    assert steps[0]["args"]["promiseTags"] == {"resonate:target": "poll://any@workers"}
+    assert steps[0]["args"]["promiseParam"] == {"headers": {}, "data": None}
+    result = replay(trace, "impl")
+    assert result.confirmed, result.report()
+    assert (result.responses_compared, result.states_compared) == (3, 3)
