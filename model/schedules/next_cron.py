@@ -10,9 +10,8 @@ from functools import lru_cache
 
 from croniter import croniter
 
+from duespec.coverage import reached
 from duespec.spec.cron_dialect import HORIZON_MS, MINUTE_MS, parse
-
-MINUTE_SECONDS = MINUTE_MS // 1000
 
 
 def next_cron(cron: str, after_ms: int) -> int:
@@ -21,15 +20,17 @@ def next_cron(cron: str, after_ms: int) -> int:
         raise ValueError(f"after_ms must be an integer, got {after_ms!r}")
     if not 0 <= after_ms < HORIZON_MS:
         raise ValueError(f"after_ms must lie in [0, {HORIZON_MS}), got {after_ms}")
-    day_or = _checked(cron)
+    day_or = _both_days_restricted(cron)
     # Fire instants are whole minutes, so those after `after_ms` are exactly those after the
     # start of its minute: croniter then only ever sees an exact whole number of seconds.
     minute_start = after_ms - after_ms % MINUTE_MS
     if minute_start + MINUTE_MS >= HORIZON_MS:
+        reached("C-08.horizon")
         return HORIZON_MS
     start = minute_start // 1000
     fire = _croniter_next(cron, start)
     if fire is None and day_or:
+        reached("C-08.day_branches")
         # croniter's day_or search scans each day field on its own and gives up on both when
         # either runs past year 9999; asked separately each still finds its own next fire.
         words = cron.split()
@@ -38,11 +39,15 @@ def next_cron(cron: str, after_ms: int) -> int:
         fires = [f for f in (_croniter_next(day_branch, start),
                              _croniter_next(weekday_branch, start)) if f is not None]
         fire = min(fires, default=None)
-    return HORIZON_MS if fire is None else fire
+    if fire is None:
+        reached("C-08.horizon")
+        return HORIZON_MS
+    reached("C-02.next_fire")
+    return fire
 
 
 @lru_cache(maxsize=4096)
-def _checked(cron: str) -> bool:
+def _both_days_restricted(cron: str) -> bool:
     """Validate once per expression; True when both day fields restrict (croniter ORs them)."""
     expression = parse(cron)
     return not (expression.any_day or expression.any_weekday)
