@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import subprocess
+import sys
 
 import pytest
 from croniter import croniter
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from duespec.bench_cron import Mismatch, compared
 from duespec.impl import cron as impl
 from duespec.impl.cron import CronError, compile_cron
 from duespec.model.schedules.next_cron import next_cron
@@ -312,3 +315,20 @@ def test_both_parsers_accept_the_same_strings(text: str) -> None:
 
 def test_horizon_is_shared_and_is_ten_thousand_ad() -> None:
     assert impl.HORIZON_MS == HORIZON_MS == at("9999-12-31T23:59") + MINUTE
+
+
+def test_impl_stands_alone() -> None:
+    """The production evaluator loads neither croniter nor the model."""
+    code = ("import sys, duespec.impl.cron; "
+            "print(sorted(m for m in sys.modules if m == 'croniter' or m.startswith('duespec.model')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_bench_fails_on_any_disagreement() -> None:
+    cases = [("* * * * *", 0), ("0 0 * * *", 0)]
+    compared("next fire", [60_000, 86_400_000], [60_000, 86_400_000], cases)
+    with pytest.raises(Mismatch, match="0 0"):
+        compared("next fire", [60_000, 86_400_000], [60_000, 86_460_000], cases)
+    with pytest.raises(Mismatch, match="answers"):
+        compared("next fire", [60_000], [60_000, 86_400_000], cases)
