@@ -86,7 +86,8 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0)
     started = time.perf_counter()
     try:
-        result.steps = _run(header, steps, subject, oracle, result)
+        _reset(str(path), header, subject, oracle, checks_config=oracle is not None or target == "model")
+        result.steps = _run(steps, subject, oracle, result)
     except _Diverged as diverged:
         result.steps = max(diverged.step["i"] + 1, 0)
         result.step, result.divergence = diverged.step, diverged.text
@@ -98,11 +99,21 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     return result
 
 
-def _run(header: TraceHeader, steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | None,
-         counts: ReplayResult) -> int:
-    _attempt(lambda: subject.reset(dict(header.config)), None, "the target could not reset")
-    if oracle is not None:
-        _attempt(lambda: oracle.reset(dict(header.config)), None, "the model could not reset")
+def _reset(where: str, header: TraceHeader, subject: Target, oracle: Target | None, checks_config: bool) -> None:
+    """A config the model refuses makes the trace malformed; a target that cannot take a
+    config the model accepts is a finding about the target."""
+    model = oracle if oracle is not None else subject
+    if checks_config:
+        try:
+            model.reset(dict(header.config))
+        except Exception as error:  # the model's own words on what is wrong with the config
+            raise TraceError(where, 1, f"header: the model refuses config {json.dumps(header.config)}: "
+                                       f"{error}") from None
+    if model is not subject or not checks_config:
+        _attempt(lambda: subject.reset(dict(header.config)), None, "the target could not reset")
+
+
+def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | None, counts: ReplayResult) -> int:
     taken = 0
     for step in steps:
         op, args, now = step["op"], step["args"], step["now"]

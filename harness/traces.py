@@ -163,7 +163,7 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict
     when iteration reaches it, so a replay reports every step before the broken one."""
     where = str(path)
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, "rb")
     except OSError as error:
         raise TraceError(where, None, f"cannot open: {error.strerror or error}") from None
     try:
@@ -184,11 +184,14 @@ def _steps(handle: Any, system: str, where: str) -> Iterator[dict[str, Json]]:
             yield check_step(_parse(text, where, line), system, index, where, line)
 
 
-def _parse(text: str, where: str, line: int) -> Json:
+def _parse(text: bytes, where: str, line: int) -> Json:
     if not text.strip():
         raise TraceError(where, line, "blank line; every line of a trace is one JSON object")
     try:
-        return json.loads(text)
+        return json.loads(text.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise TraceError(where, line, f"not UTF-8: byte {error.object[error.start]:#04x} at column "
+                                      f"{error.start + 1}") from None
     except json.JSONDecodeError as error:
         raise TraceError(where, line, f"not JSON: {error.msg} at column {error.colno}") from None
     except RecursionError:

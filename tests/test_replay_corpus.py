@@ -15,7 +15,7 @@ from duespec.cli import main as cli_main
 from duespec.replay import replay
 from duespec.systems import get_system
 from duespec.target import Json
-from duespec.traces import TraceHeader, read_trace, write_trace
+from duespec.traces import TraceError, TraceHeader, read_trace, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "traces").rglob("*.jsonl"))
@@ -127,6 +127,26 @@ def test_a_recorded_state_is_checked_too(tmp_path: Path) -> None:
     result = replay(trace, "model")
     assert not result.confirmed and result.step is not None and result.step["i"] == 4
     assert "$.next_id: expected 99, actual 3" in result.report()
+
+
+class CannotReset(LateClock):
+    def reset(self, config: dict[str, Json]) -> None:
+        raise ConnectionError("refused")
+
+
+def test_a_config_the_model_refuses_makes_the_trace_malformed(tmp_path: Path) -> None:
+    header = TraceHeader("duebook", "seed", {"max_open": 0})
+    trace = write_trace(tmp_path / "t.jsonl", header, [])
+    for target in ("model", "impl"):
+        with pytest.raises(TraceError, match=r"t.jsonl:1: header: the model refuses config"):
+            replay(trace, target)
+
+
+def test_a_target_that_cannot_reset_diverges_at_the_start() -> None:
+    result = replay(WINDOW, "cannot-reset", factory=CannotReset)
+    assert not result.confirmed and result.steps == 0
+    assert "at the start" in result.report()
+    assert "the target could not reset: ConnectionError: refused" in result.report()
 
 
 def test_replay_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

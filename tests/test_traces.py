@@ -87,6 +87,14 @@ def test_malformed_trace_names_file_line_and_problem(tmp_path: Path, content: st
     assert problem in str(caught.value)
 
 
+def test_a_line_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(lines(HEADER).encode() + b'{"i": 0, "op": "get", "args": {"owner": "J\xf6rg"}}\n')
+    _, steps = read_trace(path)
+    with pytest.raises(TraceError, match=r":2: not UTF-8: byte 0xf6 at column 43"):
+        list(steps)
+
+
 def test_missing_file_is_a_trace_error(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="cannot open"):
         read_trace(tmp_path / "absent.jsonl")
