@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 #: Sections in print order; a system adds its own module here.
-SECTIONS: tuple[str, ...] = ("duespec.bench_cron", "duespec.bench_traces", "duespec.bench_conform")
+SECTIONS: tuple[str, ...] = ("duespec.bench_cron", "duespec.bench_traces", "duespec.bench_conform",
+                               "duespec.bench_proofs")
 
 
 @dataclass(frozen=True)
