@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from duespec import targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
@@ -86,7 +86,7 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0)
     started = time.perf_counter()
     try:
-        _reset(str(path), header, subject, oracle, checks_config=oracle is not None or target == "model")
+        _reset(str(path), header, subject, oracle)
         result.steps = _run(steps, subject, oracle, result)
     except _Diverged as diverged:
         result.steps = max(diverged.step["i"] + 1, 0)
@@ -99,17 +99,16 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     return result
 
 
-def _reset(where: str, header: TraceHeader, subject: Target, oracle: Target | None, checks_config: bool) -> None:
+def _reset(where: str, header: TraceHeader, subject: Target, oracle: Target | None) -> None:
     """A config the model refuses makes the trace malformed; a target that cannot take a
     config the model accepts is a finding about the target."""
-    model = oracle if oracle is not None else subject
-    if checks_config:
-        try:
-            model.reset(dict(header.config))
-        except Exception as error:  # the model's own words on what is wrong with the config
-            raise TraceError(where, 1, f"header: the model refuses config {json.dumps(header.config)}: "
-                                       f"{error}") from None
-    if model is not subject or not checks_config:
+    model = oracle or subject  # without an oracle, the subject is the model
+    try:
+        model.reset(dict(header.config))
+    except Exception as error:  # the model's own words on what is wrong with the config
+        raise TraceError(where, 1, f"header: the model refuses config {json.dumps(header.config)}: "
+                                   f"{error}") from None
+    if subject is not model:
         _attempt(lambda: subject.reset(dict(header.config)), None, "the target could not reset")
 
 
@@ -138,20 +137,20 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
         counts.responses_compared += expected is not None
         if oracle is not None or "state" in step:
             want = oracle.observe() if oracle is not None else step["state"]
+            if "state" in step and step["state"] != want:
+                raise _Diverged(step, "the model's state differs from the state recorded in the trace:\n"
+                                + _indent(describe_divergence(step, "state", step["state"], want)))
             have = _attempt(subject.observe, step, "the target's observe() raised")
             if want != have:
                 raise _Diverged(step, describe_divergence(step, "state", want, have))
-            if oracle is not None and "state" in step and step["state"] != want:
-                raise _Diverged(step, "the model's state differs from the state recorded in the trace:\n"
-                                + _indent(describe_divergence(step, "state", step["state"], want)))
             counts.states_compared += 1
         taken += 1
     return taken
 
 
-def _attempt(action: object, step: dict[str, Json] | None, what: str) -> Json:
+def _attempt(action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
     try:
-        return action()  # type: ignore[operator]
+        return action()
     except Exception as error:  # a crash is a finding, reported like a divergence
         where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
                  f"at now={step['now']}") if step else "before the first step"
