@@ -74,6 +74,8 @@ def compile_cron(expr: str) -> Cron:
 
 @lru_cache(maxsize=4096)
 def _compile(expr: str) -> Cron:
+    if not expr.isascii():  # else str.lower() maps e.g. the Kelvin sign onto 'k'
+        raise CronError(f"{expr!r} has characters outside ASCII")
     text = expr.strip(" \t")
     if text[:1] == "@":
         if text.lower() not in _ALIASES:

@@ -102,6 +102,8 @@ def validate(cron: str) -> None:
 def parse(cron: str) -> CronExpression:
     if not isinstance(cron, str):
         raise ValueError(f"cron must be a string, got {type(cron).__name__}")
+    if not cron.isascii():
+        raise ValueError(f"cron must be ASCII, got {cron!r}")
     text = cron.strip(" \t")
     if text.startswith("@"):
         if text.lower() not in ALIASES:

@@ -156,7 +156,9 @@ REJECTED = [
     ("* * 15W * *", "not a value"),
     ("* * * * 1#2", "not a value"),
     ("0 0 * * *\n", "not a value"),
-    ("0\u00a00 * * *", "got 4"),
+    ("0\u00a00 * * * *", "ASCII"),
+    ("@wee\u212aly", "ASCII"),  # the Kelvin sign lower-cases to 'k'
+    ("0 0 * * \uff11", "ASCII"),  # a full-width digit
 ]
 
 
@@ -291,7 +293,7 @@ def not_refused(cron: str) -> bool:
     return True
 
 
-ALPHABET = "0123456789*/-,? \t@LWH#" + "JANFEBDECmonSUNsatyearlydailyhour"
+ALPHABET = "0123456789*/-,? \t\n@LWH#\u212a\u00a0" + "JANFEBDECmonSUNsatyearlydailyhour"
 
 
 @settings(max_examples=400, deadline=None)
