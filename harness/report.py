@@ -21,10 +21,10 @@ from typing import Any
 from duespec.campaign import CampaignResult
 from duespec.systems import System
 
-#: A requirement ID: one or two capital letters, a dash, two or three digits (D-07, S-02).
-REQUIREMENT_ID = re.compile(r"\b([A-Z]{1,2}-\d{2,3})\b")
+#: A requirement ID: one to four capital letters, a dash, two or three digits (D-07, ENV-01).
+REQUIREMENT_ID = re.compile(r"\b([A-Z]{1,4}-\d{2,3})\b")
 #: An ID where it is defined: first on its line, after Markdown decoration (**, #, |, -).
-DEFINED_ID = re.compile(r"^[\s#*|>\-]*\**([A-Z]{1,2}-\d{2,3})\b", re.MULTILINE)
+DEFINED_ID = re.compile(r"^[\s#*|>\-]*\**([A-Z]{1,4}-\d{2,3})\b", re.MULTILINE)
 
 
 def catalogue_text(name: str) -> str:
@@ -59,6 +59,8 @@ class CoverageReport:
     #: Tags whose ID the catalogue does not define (a typo in the model, or a stale catalogue).
     unknown: list[str]
     catalogue_size: int
+    #: Why the catalogue could not be read, if it could not (then nothing is "never reached").
+    catalogue_problem: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,12 +68,15 @@ class CoverageReport:
             "catalogue_ids": self.catalogue_size,
             "reached": self.reached, "never_reached": self.never_reached,
             "missing_required_tags": self.missing_required, "unknown_tags": self.unknown,
+            "catalogue_problem": self.catalogue_problem,
         }
 
     def render(self) -> str:
         covered = self.catalogue_size - len(self.never_reached)
         lines = [f"spec coverage: {self.system} [{self.profile}], {covered} of {self.catalogue_size} "
-                 f"requirements of {self.catalogue} reached"]
+                 f"requirements of {self.catalogue} reached" if self.catalogue_problem is None else
+                 f"spec coverage: {self.system} [{self.profile}], {len(self.reached)} requirements "
+                 f"reached; catalogue unreadable ({self.catalogue_problem})"]
         for requirement, tags in self.reached.items():
             branches = ", ".join(f"{tag.split('.', 1)[1] if '.' in tag else tag} {count:,}"
                                  for tag, count in tags.items())
@@ -87,7 +92,11 @@ class CoverageReport:
 
 
 def coverage_report(system: System, profile: str, coverage: Counter[str]) -> CoverageReport:
-    ids = catalogue_ids(catalogue_text(system.catalogue))
+    problem = None
+    try:
+        ids = catalogue_ids(catalogue_text(system.catalogue))
+    except OSError as error:
+        ids, problem = [], f"{system.catalogue}: {error.strerror or error}"
     known = set(ids)
     grouped: dict[str, dict[str, int]] = {}
     order = {requirement: index for index, requirement in enumerate(ids)}
@@ -97,8 +106,8 @@ def coverage_report(system: System, profile: str, coverage: Counter[str]) -> Cov
         system=system.name, profile=profile, catalogue=system.catalogue, reached=grouped,
         never_reached=[requirement for requirement in ids if requirement not in grouped],
         missing_required=sorted(tag for tag in system.required_tags if not coverage[tag]),
-        unknown=sorted(tag for tag in coverage if requirement_of(tag) not in known),
-        catalogue_size=len(ids),
+        unknown=sorted(tag for tag in coverage if requirement_of(tag) not in known) if ids else [],
+        catalogue_size=len(ids), catalogue_problem=problem,
     )
 
 

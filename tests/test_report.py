@@ -91,3 +91,15 @@ def test_junit_has_one_testcase_per_campaign_with_failures_and_errors_apart(tmp_
     assert cases[0].find("failure") is None and cases[0].find("error") is None
     assert cases[1].find("failure").text == "details\ntrace: x.jsonl"
     assert cases[2].find("error").get("message") == "TargetError: died"
+
+
+def test_ids_of_up_to_four_letters_are_requirements() -> None:
+    assert catalogue_ids("**ENV-01 Clock.** ...\n**TO-02 Catch-up.** see RFC-2119") == ["ENV-01", "TO-02"]
+
+
+def test_an_unreadable_catalogue_is_reported_not_raised() -> None:
+    system = replace(get_system("duebook"), catalogue="no-such-catalogue.md")
+    report = coverage_report(system, "seed", Counter({"D-03.scheduled": 2}))
+    assert report.never_reached == [] and report.unknown == []
+    assert report.reached == {"D-03": {"D-03.scheduled": 2}}
+    assert "catalogue unreadable (no-such-catalogue.md" in report.render()
