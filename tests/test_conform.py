@@ -74,6 +74,22 @@ def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
     assert failure is not None and str(trace) in (failure.text or "")
 
 
+def test_the_skeleton_in_the_protocol_doc_is_a_working_target(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/protocol.md section 9, verbatim, with the model as its MyBook."""
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    skeleton = doc.split("## 9. Skeleton", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "skeleton_target.py"
+    script.write_text(
+        "from duespec.systems.duebook import ModelTarget\n\n"
+        "class MyBook(ModelTarget):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.reset(config)\n\n" + skeleton)
+    code = conform("--target", f"stdio:{sys.executable} {script}", *SMALL, "--no-coverage")
+    assert code == 0, capsys.readouterr().out
+
+
 def test_a_python_factory_is_a_target(capsys: pytest.CaptureFixture[str]) -> None:
     code = conform("--target", "duespec.systems.duebook:ModelTarget", *SMALL, "--no-coverage")
     assert code == 0, capsys.readouterr().out
