@@ -78,6 +78,10 @@ BUGS = {
     "expire_keeps_count": "Expire forgets to decrement the open count",
     "expiry_wraps": "Schedule skips the overflow check; ExpiresAt wraps around int64",
     "get_expires_lazily": "Get consumes a deferral it finds past its ExpiresAt",
+    "expiry_from_now": "Schedule counts ttl from now instead of from DueAt",
+    "cancel_skips_owner_check": "Cancel lets any caller withdraw a deferral",
+    "expire_zero_sentinel": "Expire reads ExpiresAt = 0 as 'expired long ago'",
+    "claim_checks_window_first": "Claim checks the window before the id, reading a gone id's zero values",
 }
 
 
@@ -186,6 +190,8 @@ def _consume(book: Book, id: ArithRef, decrement: bool = True) -> Book:
 def _schedule(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
     due_at = call.now + call.delay
     expires_at = If(call.ttl > 0, due_at + call.ttl, 0)
+    if bug == "expiry_from_now":
+        expires_at = If(call.ttl > 0, call.now + call.ttl, 0)
     overflow = Or(due_at > INT64_MAX, And(call.ttl > 0, due_at + call.ttl > INT64_MAX))
     if bug == "expiry_wraps":
         expires_at = If(call.ttl > 0, If(due_at + call.ttl > INT64_MAX, due_at + call.ttl - 2**64,
@@ -211,12 +217,15 @@ def _claim(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
     id, now = call.id, call.now
     expires_at = book.expires_at[id]
     closed = now > expires_at if bug == "claim_window_closed_inclusive" else now >= expires_at
-    code = _first_error([
+    checks = [
         (Or(Not(call.typed), Not(is_int64(id)), Not(is_time(now))), INVALID),
         (Not(book.open[id]), NOT_FOUND),
         (now < book.due_at[id], NOT_DUE),
         (And(expires_at != 0, closed), EXPIRED),
-    ])
+    ]
+    if bug == "claim_checks_window_first":
+        checks = [checks[0], checks[2], checks[3], checks[1]]
+    code = _first_error(checks)
     return _choose(code == OK, _consume(book, id), book), _reply(code, _stored(book, id))
 
 
@@ -225,7 +234,7 @@ def _cancel(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
     code = _first_error([
         (Or(Not(call.typed), Not(is_int64(id)), Length(call.caller) == 0), INVALID),
         (Not(book.open[id]), NOT_FOUND),
-        (book.owner[id] != call.caller, NOT_OWNER),
+        (And(book.owner[id] != call.caller, bug != "cancel_skips_owner_check"), NOT_OWNER),
     ])
     cancelled = _consume(book, id)
     if bug == "cancel_touches_next_id":
@@ -238,7 +247,8 @@ def _expire(book: Book, call: Call, bug: str | None) -> tuple[Book, Reply]:
     code = _first_error([
         (Or(Not(call.typed), Not(is_int64(id)), Not(is_time(now))), INVALID),
         (Not(book.open[id]), NOT_FOUND),
-        (Or(book.expires_at[id] == 0, now < book.expires_at[id]), NOT_EXPIRED),
+        (Or(And(book.expires_at[id] == 0, bug != "expire_zero_sentinel"), now < book.expires_at[id]),
+         NOT_EXPIRED),
     ])
     expired = _consume(book, id, decrement=bug != "expire_keeps_count")
     return _choose(code == OK, expired, book), _reply(code, _stored(book, id))
@@ -298,10 +308,12 @@ def transition(pre: Book, call: Call, post: Book, reply: Reply, bug: str | None 
 
 
 def initial(book: Book) -> BoolRef:
-    """NewBook(maxOpen): nothing open, nothing consumed, ids start at 1 (D-01)."""
+    """NewBook(maxOpen): nothing open, nothing consumed, ids start at 1 (D-01). Every slot
+    holds Go's zero values, which is what a lookup that skips the open check would read."""
     return And(book.next_id == 1, 1 <= book.max_open, book.max_open <= INT64_MAX,
                book.open == K(IntSort(), BoolVal(False)), book.open_count == 0,
-               book.consumed == K(IntSort(), BoolVal(False)))
+               book.consumed == K(IntSort(), BoolVal(False)), book.owner == K(IntSort(), StringVal("")),
+               book.due_at == K(IntSort(), IntVal(0)), book.expires_at == K(IntSort(), IntVal(0)))
 
 
 def well_formed(book: Book, i: ArithRef) -> BoolRef:
@@ -578,12 +590,51 @@ def _expiry_never_wraps(s: Step) -> BoolRef:
                                   Or(s.reply.expires_at == 0, s.reply.expires_at > s.reply.due_at)))
 
 
+def _schedule_allocates_and_computes(s: Step) -> BoolRef:
+    due_at = s.call.now + s.call.delay
+    opened = And(s.reply.id == s.pre.next_id, s.post.next_id == s.pre.next_id + 1,
+                 s.post.open[s.pre.next_id], s.reply.owner == s.call.owner, s.reply.due_at == due_at,
+                 s.reply.expires_at == If(s.call.ttl > 0, due_at + s.call.ttl, 0),
+                 s.post.due_at[s.pre.next_id] == s.reply.due_at,
+                 s.post.expires_at[s.pre.next_id] == s.reply.expires_at,
+                 s.post.owner[s.pre.next_id] == s.reply.owner)
+    scheduled = And(s.call.op == SCHEDULE, s.reply.code == OK)
+    return And(Implies(scheduled, opened), Implies(Not(scheduled), s.post.next_id == s.pre.next_id))
+
+
+def _cancel_exactly_when_owner(s: Step) -> BoolRef:
+    pre, id = s.pre, s.call.id
+    allowed = And(s.call.typed, is_int64(id), Length(s.call.caller) > 0, pre.open[id], pre.owner[id] == s.call.caller)
+    return Implies(s.call.op == CANCEL, (s.reply.code == OK) == allowed)
+
+
+def _expire_exactly_when_late(s: Step) -> BoolRef:
+    pre, id, now = s.pre, s.call.id, s.call.now
+    late = And(s.call.typed, is_int64(id), is_time(now), pre.open[id], pre.expires_at[id] != 0,
+               now >= pre.expires_at[id])
+    return Implies(s.call.op == EXPIRE, (s.reply.code == OK) == late)
+
+
+def _absent_is_not_found(s: Step) -> BoolRef:
+    by_id = Or(*(s.call.op == op for op in (CLAIM, CANCEL, EXPIRE, GET)))
+    return Implies(And(by_id, Not(s.pre.open[s.call.id])), Or(s.reply.code == INVALID, s.reply.code == NOT_FOUND))
+
+
 PROPERTIES: list[Property] = [
     # Ids are never reused and a consumed id never reopens (invariant), so the consuming
     # op that succeeds on an id (Claim, Cancel or Expire) is the only one that ever will.
-    Property(("D-02", "D-04"), "at most one successful Claim per id, ever (no id consumed twice)",
+    Property(("D-02", "D-04", "D-05"), "at most one successful Claim per id, ever (no id consumed twice)",
              lambda s: Implies(_consuming_succeeds(s), Not(s.pre.consumed[s.call.id])),
              "a consuming op succeeds only on an id never consumed before", "schedule_reuses_id"),
+    Property(("D-03", "D-04"), "Schedule opens next_id with [now+delay, +ttl); only it moves the counter",
+             _schedule_allocates_and_computes, "Schedule allocates next_id and computes the window",
+             "expiry_from_now"),
+    Property(("D-05", "D-21"), "an id that is not open is not_found (or invalid) to every op by id",
+             _absent_is_not_found, "an absent id answers not_found", "claim_checks_window_first"),
+    Property(("D-12",), "Cancel succeeds exactly when open and the caller owns it, at any time",
+             _cancel_exactly_when_owner, "Cancel succeeds exactly for the owner", "cancel_skips_owner_check"),
+    Property(("D-13", "D-11"), "Expire succeeds exactly when ExpiresAt != 0 and now >= ExpiresAt",
+             _expire_exactly_when_late, "Expire succeeds exactly once the window closed", "expire_zero_sentinel"),
     Property(("D-17",), "every failing operation leaves the Book unchanged, counter included",
              lambda s: Implies(s.reply.code != OK, _unchanged(s)),
              "a failed operation changes nothing", "failed_schedule_bumps_counter"),
