@@ -55,6 +55,7 @@ BUGS = {
     "next_cron_not_strict": "nextCron may return its argument when it is a tick (>= instead of >)",
     "timeout_from_wall_clock": "each promise's timeoutAt is now + promiseTimeout, not cronTime + ...",
     "stores_schedule_before_catch_up": "onScheduleTimeout stores the schedule as it was before catch-up",
+    "expand_ignores_timestamp": "the promise id template has no {{.timestamp}}: every tick gets one id",
 }
 
 PROFILES = ("lean", "server")
@@ -131,6 +132,8 @@ class Loop:
     cron_time: ArrayRef
     timeout_at: ArrayRef
     create_now: ArrayRef
+    #: The promise id each promiseCreate was given, as an opaque value.
+    promise_id: ArrayRef
     #: Ghost: tick -> the index it was fired at.
     index_of: ArrayRef
 
@@ -138,14 +141,30 @@ class Loop:
     def fresh(name: str) -> Loop:
         return Loop(Schedule.fresh(name), Int(f"{name}.fired"),
                     *(Array(f"{name}.{a}", IntSort(), IntSort())
-                      for a in ("cronTime", "timeoutAt", "createNow", "indexOf")))
-
-    def parts(self) -> tuple[ExprRef, ...]:
-        return (*(getattr(self.schedule, f.name) for f in fields(self.schedule)),
-                self.fired, self.cron_time, self.timeout_at, self.create_now, self.index_of)
+                      for a in ("cronTime", "timeoutAt", "createNow", "promiseId", "indexOf")))
 
 
-def iteration(cron: Cron, loop: Loop, now: ArithRef, profile: str, bug: str | None) -> Loop:
+@dataclass(frozen=True)
+class Expand:
+    """expand(promiseId template, schedule id, cronTime) for one schedule: a function of the
+    cronTime alone. X-02 requires it injective in the timestamp."""
+    of: Callable[[ArithRef], ArithRef]
+    axioms: BoolRef
+
+    @staticmethod
+    def any() -> Expand:
+        """Every injective expand: uninterpreted, with a left inverse (which is injectivity)."""
+        expand, recover = Function("expand", IntSort(), IntSort()), Function("timestamp_of", IntSort(), IntSort())
+        t = Int("t")
+        return Expand(expand, ForAll([t], recover(expand(t)) == t))
+
+    @staticmethod
+    def concrete(uses_timestamp: bool) -> Expand:
+        """For the controls: the timestamp itself, or (broken) a template without it."""
+        return Expand((lambda t: t) if uses_timestamp else (lambda t: IntVal(0)), BoolVal(True))
+
+
+def iteration(cron: Cron, expand: Expand, loop: Loop, now: ArithRef, profile: str, bug: str | None) -> Loop:
     """One round of catchUp while nextRunAt <= now: fire the occurrence at cronTime."""
     s = loop.schedule
     cron_time = cron.latest_tick(now) if bug == "fire_latest_only" else s.next_run_at
@@ -157,13 +176,15 @@ def iteration(cron: Cron, loop: Loop, now: ArithRef, profile: str, bug: str | No
         Schedule(cron.next_cron(advance_from), BoolVal(True), cron_time, s.created_at,
                  s.promise_timeout),
         k + 1, Store(loop.cron_time, k, cron_time), Store(loop.timeout_at, k, timeout_at),
-        Store(loop.create_now, k, create_now), Store(loop.index_of, cron_time, k))
+        Store(loop.create_now, k, create_now), Store(loop.promise_id, k, expand.of(cron_time)),
+        Store(loop.index_of, cron_time, k))
 
 
 @dataclass(frozen=True)
 class Run:
     """One symbolic onScheduleTimeout at `now` from a well-anchored schedule `start`."""
     cron: Cron
+    expand: Expand
     now: ArithRef
     start: Schedule
     profile: str
@@ -171,19 +192,22 @@ class Run:
 
     @staticmethod
     def of(profile: str, bug: str | None) -> Run:
-        cron = Cron.any() if bug is None else Cron.every(CONTROL_PERIOD, strict=bug != "next_cron_not_strict")
-        return Run(cron, Int("now"), Schedule.fresh("start"), profile, bug)
+        if bug is None:
+            return Run(Cron.any(), Expand.any(), Int("now"), Schedule.fresh("start"), profile, bug)
+        cron = Cron.every(CONTROL_PERIOD, strict=bug != "next_cron_not_strict")
+        expand = Expand.concrete(uses_timestamp=bug != "expand_ignores_timestamp")
+        return Run(cron, expand, Int("now"), Schedule.fresh("start"), profile, bug)
 
     def axioms(self) -> BoolRef:
         """The cron contract, the schedule invariant, and epoch times (never negative)."""
         s = self.start
-        return And(self.cron.axioms, well_anchored(self.cron, s), self.now >= 0, s.created_at >= 0,
+        return And(self.cron.axioms, self.expand.axioms, well_anchored(self.cron, s), self.now >= 0, s.created_at >= 0,
                    s.promise_timeout >= 0, Implies(s.has_last, s.last_run_at >= s.created_at))
 
     def entry(self) -> Loop:
         empty = Loop.fresh("entry")
         return Loop(self.start, IntVal(0), empty.cron_time, empty.timeout_at, empty.create_now,
-                    empty.index_of)
+                    empty.promise_id, empty.index_of)
 
     def invariant(self, loop: Loop) -> BoolRef:
         """What holds after every iteration, with a0 the anchor catch-up started from."""
@@ -203,6 +227,7 @@ class Run:
                 cron.is_tick(occ[i]), a0 < occ[i], occ[i] <= a, occ[i] <= now,
                 loop.timeout_at[i] == occ[i] + self.start.promise_timeout,
                 loop.create_now[i] == anchored_create,
+                loop.promise_id[i] == self.expand.of(occ[i]),
                 Implies(i + 1 < k, occ[i + 1] == cron.next_cron(occ[i]))))),
             ForAll([i, j], Implies(And(fired(i), fired(j), i < j), occ[i] < occ[j])),
             ForAll([u], Implies(And(a0 < u, u <= a, cron.is_tick(u)),
@@ -213,7 +238,7 @@ class Run:
         return loop.schedule.next_run_at <= self.now
 
     def step(self, loop: Loop) -> Loop:
-        return iteration(self.cron, loop, self.now, self.profile, self.bug)
+        return iteration(self.cron, self.expand, loop, self.now, self.profile, self.bug)
 
 
 def _render(run: Run, loops: dict[str, Loop], witnesses: tuple[tuple[str, ArithRef], ...] = ()
@@ -276,7 +301,8 @@ def counter_run(run: Run, post: Callable[[Loop], BoolRef], max_iterations: int =
             v = lambda e: model.eval(e, model_completion=True).as_long()  # noqa: E731
             a0, now = v(run.start.anchor()), v(run.now)
             ticks = list(range(a0 - a0 % CONTROL_PERIOD + CONTROL_PERIOD, now + 1, CONTROL_PERIOD))
-            fired = [f"{v(loop.cron_time[n])} (timeoutAt {v(loop.timeout_at[n])})" for n in range(rounds)]
+            fired = [f"{v(loop.cron_time[n])} (promise id {v(loop.promise_id[n])}, timeoutAt "
+                     f"{v(loop.timeout_at[n])})" for n in range(rounds)]
             return "\n".join([
                 f"a whole catch-up on a cron ticking every {CONTROL_PERIOD}, from anchor {a0} at now={now} "
                 f"(promiseTimeout {v(run.start.promise_timeout)}):",
@@ -333,6 +359,14 @@ def anchored_at_cron_time(run: Run) -> Outcome:
             loop.timeout_at[i] == loop.cron_time[i] + run.start.promise_timeout,
             loop.create_now[i] == create_now)))
     return _loop_induction(run, post, "each promiseCreate has timeoutAt = its cronTime + promiseTimeout")
+
+
+def distinct_promise_ids(run: Run) -> Outcome:
+    def post(loop: Loop) -> BoolRef:
+        i, j = Int("i"), Int("j")
+        fired = lambda x: And(0 <= x, x < loop.fired)  # noqa: E731
+        return ForAll([i, j], Implies(And(fired(i), fired(j), i < j), loop.promise_id[i] != loop.promise_id[j]))
+    return _loop_induction(run, post, "the occurrences' promise ids are pairwise distinct")
 
 
 def consecutive_runs_partition_ticks(run: Run) -> Outcome:
@@ -392,6 +426,8 @@ PROOFS: list[Proof] = [
            terminates, "next_cron_not_strict"),
     _proof(("TO-02", "P-02"), "each occurrence's promise has timeoutAt = cronTime + promiseTimeout",
            anchored_at_cron_time, "timeout_from_wall_clock"),
+    _proof(("TO-02", "X-02"), "each occurrence gets its own promise id (expand injective in the timestamp)",
+           distinct_promise_ids, "expand_ignores_timestamp"),
     _proof(("TO-03", "S-02"), "consecutive timeouts fire each tick once: the next run fires exactly (now1, now2]",
            consecutive_runs_partition_ticks, "stores_schedule_before_catch_up"),
 ]
