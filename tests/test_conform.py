@@ -72,6 +72,9 @@ def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
     assert "--seed 1" in out
     failure = ElementTree.parse(junit).getroot().find("./testsuite/testcase/failure")
     assert failure is not None and str(trace) in (failure.text or "")
+    # The printed replay command reproduces it, and the correct duebook passes the same trace.
+    assert main(["replay", str(trace), "--target", BROKEN]) == 1
+    assert main(["replay", str(trace), "--target", GOOD]) == 0
 
 
 def test_the_skeleton_in_the_protocol_doc_is_a_working_target(
