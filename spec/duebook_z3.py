@@ -277,7 +277,7 @@ _HANDLERS: dict[str, Callable[[Book, Call, str | None], tuple[Book, Reply]]] = {
     "schedule": _schedule, "claim": _claim, "cancel": _cancel, "expire": _expire,
     "get": _get, "claimable": _query, "expirable": _query,
 }
-_OPS = {"schedule": SCHEDULE, "claim": CLAIM, "cancel": CANCEL, "expire": EXPIRE, "get": GET,
+OPS_BY_NAME = {"schedule": SCHEDULE, "claim": CLAIM, "cancel": CANCEL, "expire": EXPIRE, "get": GET,
         "claimable": CLAIMABLE, "expirable": EXPIRABLE}
 
 
@@ -294,7 +294,7 @@ def step(book: Book, call: Call, bug: str | None = None) -> tuple[Book, Reply]:
     after, reply = _HANDLERS["schedule"](book, call, bug)
     for name in ("claim", "cancel", "expire", "get", "claimable", "expirable"):
         other_after, other_reply = _HANDLERS[name](book, call, bug)
-        chosen = call.op == _OPS[name]
+        chosen = call.op == OPS_BY_NAME[name]
         after = _choose(chosen, other_after, after)
         reply = Reply(*(If(chosen, a, b) for a, b in zip(other_reply.parts(), reply.parts())))
     return after, reply
@@ -335,7 +335,7 @@ def invariant(book: Book) -> BoolRef:
 
 
 # ---------------------------------------------------------------------------------------
-# Checking and rendering
+# Checking and rendering (valid, as_check, as_control and all_of serve schedules_z3 too)
 
 @dataclass(frozen=True)
 class Step:

@@ -122,7 +122,7 @@ def pin_book(symbolic: z3book.Book, book: model.Book) -> Any:
 
 
 def pin_call(call: z3book.Call, op: str, args: dict[str, Any]) -> Any:
-    return And(call.op == z3book._OPS[op], call.typed == typed(op, args),
+    return And(call.op == z3book.OPS_BY_NAME[op], call.typed == typed(op, args),
                call.now == _int(args["now"]), call.id == _int(args["id"]),
                call.delay == _int(args["delay"]), call.ttl == _int(args["ttl"]),
                call.limit == _int(args["limit"]), call.owner == StringVal(_str(args["owner"])),
