@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import IO
+from typing import IO, NoReturn
 
 from duespec.target import Json, TargetError
 
@@ -83,7 +83,11 @@ class StdioProcess:
     def request(self, message: dict[str, Json], *, timeout: float | None = None) -> dict[str, Json]:
         """Send one request line and return the reply of the same type, or raise TargetError."""
         kind = message["type"]
-        line = json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n"
+        try:
+            line = json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n"
+        except (TypeError, ValueError) as error:
+            # The harness asked something JSON cannot say: duespec's bug, not the target's.
+            raise ValueError(f"a {kind} request has no JSON form ({error}): {message!r:.300}") from None
         try:
             self._stdin.write(line.encode("utf-8"))
             self._stdin.flush()
@@ -127,7 +131,7 @@ class StdioProcess:
             return ""
         return f" and exited with code {code}"
 
-    def _fail(self, problem: str, line: bytes | str | None = None) -> None:
+    def _fail(self, problem: str, line: bytes | str | None = None) -> NoReturn:
         """Discard the process (its conversation is out of step) and raise."""
         self.close(grace=0.0)
         text = f"target `{self.name}` {problem}"
@@ -193,7 +197,7 @@ class StdioTarget:
         if not isinstance(value, dict):
             self._process._fail(f"sent a {reply.get('type')} reply whose {key!r} is not a JSON object",
                                 json.dumps(reply))
-        return value  # type: ignore[return-value]
+        return value
 
 
 class StdioTargetFactory:

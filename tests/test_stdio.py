@@ -191,3 +191,12 @@ def test_the_node_duebook_agrees_with_the_model_at_the_int64_edges(node: str) ->
             assert target.observe() == model.observe()
     finally:
         factory.close()
+
+
+def test_a_request_json_cannot_express_is_duespecs_error_not_the_targets(fake) -> None:
+    target = fake("fine")()
+    target.reset({"max_open": 3})
+    with pytest.raises(ValueError, match="a step request has no JSON form") as caught:
+        target.step("schedule", {"owner": b"alice", "delay": 0, "ttl": 0}, 0)
+    assert not isinstance(caught.value, TargetError)
+    assert target.step("get", {"id": 1}, 0) == {"error": "not_found"}  # the conversation goes on
