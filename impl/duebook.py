@@ -23,7 +23,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import compress
 
@@ -112,49 +112,54 @@ class _SortedRuns:
     """Rows of int64 columns sorted by (column 0, column 1), stored as short runs.
 
     Column 0 is the sort key and column 1 the id, which breaks ties and makes every row
-    unique; further columns ride along."""
+    unique; further columns ride along. Each run has a memo slot for a summary of its
+    rows that a query may compute once and reuse; any change to the run clears it."""
 
-    __slots__ = ("_width", "_runs", "_firsts")
+    __slots__ = ("_runs", "_firsts", "_memos")
 
-    def __init__(self, width: int) -> None:
-        self._width = width
-        #: Each run is a list of `width` parallel arrays of equal length, never empty.
+    def __init__(self) -> None:
+        #: Each run is a list of parallel arrays of equal length, never empty.
         self._runs: list[list[array[int]]] = []
         #: (key, id) of each run's first row, for the binary search over runs.
         self._firsts: list[tuple[int, int]] = []
+        self._memos: list[int | None] = []
 
     @classmethod
     def from_sorted(cls, columns: list[array[int]]) -> _SortedRuns:
         """An index over columns already in (key, id) order, in half-full runs."""
-        index = cls(len(columns))
+        index = cls()
         half = _RUN_MAX // 2
         for start in range(0, len(columns[0]), half):
-            run = [column[start:start + half] for column in columns]
-            index._runs.append(run)
-            index._firsts.append((run[0][0], run[1][0]))
+            index._add_run(len(index._runs), [column[start:start + half] for column in columns])
         return index
+
+    def _add_run(self, r: int, run: list[array[int]]) -> None:
+        self._runs.insert(r, run)
+        self._firsts.insert(r, (run[0][0], run[1][0]))
+        self._memos.insert(r, None)
 
     def _run_of(self, key: int, id: int) -> int:
         return max(bisect_right(self._firsts, (key, id)) - 1, 0)
 
     @staticmethod
     def _position(run: list[array[int]], key: int, id: int) -> int:
-        keys, ids = run[0], run[1]
+        keys = run[0]
         low = bisect_left(keys, key)
-        high = bisect_right(keys, key, low)
-        return bisect_left(ids, id, low, high)
+        if low == len(keys) or keys[low] != key:
+            return low  # no other row shares the key, the usual case
+        return bisect_left(run[1], id, low, bisect_right(keys, key, low))
 
     def insert(self, row: tuple[int, ...]) -> None:
         key, id = row[0], row[1]
         if not self._runs:
-            self._runs.append([array("q", (value,)) for value in row])
-            self._firsts.append((key, id))
+            self._add_run(0, [array("q", (value,)) for value in row])
             return
         r = self._run_of(key, id)
         run = self._runs[r]
         at = self._position(run, key, id)
         for column, value in zip(run, row):
             column.insert(at, value)
+        self._memos[r] = None
         if at == 0:
             self._firsts[r] = (key, id)
         if len(run[0]) > _RUN_MAX:
@@ -162,8 +167,7 @@ class _SortedRuns:
             tail = [column[half:] for column in run]
             for column in run:
                 del column[half:]
-            self._runs.insert(r + 1, tail)
-            self._firsts.insert(r + 1, (tail[0][0], tail[1][0]))
+            self._add_run(r + 1, tail)
 
     def remove(self, key: int, id: int) -> None:
         r = self._run_of(key, id)
@@ -173,20 +177,38 @@ class _SortedRuns:
         for column in run:
             del column[at]
         if not run[0]:
-            del self._runs[r]
-            del self._firsts[r]
-        elif at == 0:
+            del self._runs[r], self._firsts[r], self._memos[r]
+            return
+        self._memos[r] = None
+        if at == 0:
             self._firsts[r] = (run[0][0], run[1][0])
 
-    def runs_up_to(self, key: int) -> Iterator[tuple[list[array[int]], int]]:
-        """Each run holding rows with column 0 <= key, with how many of its rows do."""
-        for run in self._runs:
+    def runs_up_to(self, key: int) -> Iterator[tuple[int, list[array[int]], int]]:
+        """Each run (index, columns) holding rows with column 0 <= key, with how many do."""
+        for r, run in enumerate(self._runs):
             end = bisect_right(run[0], key)
             if end == 0:
                 return
-            yield run, end
+            yield r, run, end
             if end < len(run[0]):
                 return
+
+    def memo(self, r: int, summarize: Callable[[list[array[int]]], int]) -> int:
+        """summarize(run r), computed at most once between changes to that run."""
+        value = self._memos[r]
+        if value is None:
+            value = self._memos[r] = summarize(self._runs[r])
+        return value
+
+
+def _latest_expiry(expiries: array[int]) -> int:
+    """The last instant any of these deferrals is still claimable, plus one; past
+    INT64_MAX when one never expires."""
+    return INT64_MAX + 1 if 0 in expiries else max(expiries)
+
+
+def _run_latest_expiry(run: list[array[int]]) -> int:
+    return _latest_expiry(run[2])  # the due index's third column is expires_at
 
 
 # --- the Book ---------------------------------------------------------------------------
@@ -225,8 +247,8 @@ class Book:
         self._expires: array[int] = array("q")
         self._owners: list[str] = []
         self._live = bytearray()
-        self._by_due = _SortedRuns(3)  # (due_at, id, expires_at)
-        self._by_expiry = _SortedRuns(2)  # (expires_at, id), expiring deferrals only
+        self._by_due = _SortedRuns()  # (due_at, id, expires_at)
+        self._by_expiry = _SortedRuns()  # (expires_at, id), expiring deferrals only
 
     # -- observation --
 
@@ -322,17 +344,22 @@ class Book:
     def claimable(self, now: int, limit: int) -> list[Deferral]:
         """D-23: up to `limit` deferrals a claim at `now` would accept, by (due_at, id).
 
-        Runs whose every due row has expired are skipped with one C-level pass, so only
-        runs that yield something are walked in Python."""
+        A run whose every row has expired is skipped on its memoized latest expiry, so
+        only runs that yield something are walked in Python."""
         now = _time("now", now)
         limit = _time("limit", limit)
         found: list[Deferral] = []
         if limit == 0:
             return found
-        for run, end in self._by_due.runs_up_to(now):
-            expiries = run[2][:end]
-            if 0 not in expiries and max(expiries) <= now:
-                continue
+        for r, run, end in self._by_due.runs_up_to(now):
+            if end == len(run[0]):
+                expiries = run[2]
+                if self._by_due.memo(r, _run_latest_expiry) <= now:
+                    continue
+            else:
+                expiries = run[2][:end]
+                if _latest_expiry(expiries) <= now:
+                    continue
             ids = run[1]
             for at in range(end):
                 expires_at = expiries[at]
@@ -349,7 +376,7 @@ class Book:
         found: list[Deferral] = []
         if limit == 0:
             return found
-        for run, end in self._by_expiry.runs_up_to(now):
+        for _, run, end in self._by_expiry.runs_up_to(now):
             for id in run[1][:end]:
                 found.append(self._deferral_at(self._slot(id)))
                 if len(found) == limit:

@@ -305,6 +305,20 @@ def test_queries_stay_correct_across_split_runs_and_compaction() -> None:
         assert book.expirable(now, 3) == reference_expirable(deferrals, now)[:3]
 
 
+def test_queries_stay_correct_as_the_book_changes_between_them() -> None:
+    """The claimable index remembers each run's latest expiry; every change must forget it."""
+    rng = random.Random(3)
+    book = churned_book(4, 2 * d._RUN_MAX)
+    for _ in range(300):
+        now = rng.randrange(700)
+        deferrals = list(book.open_deferrals())
+        assert book.claimable(now, 10**6) == reference_claimable(deferrals, now)
+        assert book.expirable(now, 10**6) == reference_expirable(deferrals, now)
+        victim = rng.choice(deferrals)
+        book.cancel(victim.id, victim.owner)
+        book.schedule("d", rng.randrange(600), rng.choice((0, 1, 50)), rng.randrange(100))
+
+
 def test_storage_stays_bounded_by_the_open_count_under_churn() -> None:
     """D-06: consumed deferrals leave nothing behind beyond the next compaction."""
     book = Book(4)
