@@ -309,7 +309,7 @@ def test_queries_stay_correct_as_the_book_changes_between_them() -> None:
     """The claimable index remembers each run's latest expiry; every change must forget it."""
     rng = random.Random(3)
     book = churned_book(4, 2 * d._RUN_MAX)
-    for _ in range(300):
+    for _ in range(100):
         now = rng.randrange(700)
         deferrals = list(book.open_deferrals())
         assert book.claimable(now, 10**6) == reference_claimable(deferrals, now)
