@@ -88,6 +88,7 @@ class StdioProcess:
         except (TypeError, ValueError) as error:
             # The harness asked something JSON cannot say: duespec's bug, not the target's.
             raise ValueError(f"a {kind} request has no JSON form ({error}): {message!r:.300}") from None
+        self._expect_silence(line)
         try:
             self._stdin.write(line.encode("utf-8"))
             self._stdin.flush()
@@ -106,6 +107,20 @@ class StdioProcess:
         if reply.get("type") != kind:
             self._fail(f"answered a {kind!r} request with a reply of type {reply.get('type')!r}", raw)
         return reply
+
+    def _expect_silence(self, request: str) -> None:
+        """Between a reply and the next request the program has nothing to say; a line here
+        (a second reply, a log line on stdout) would be misread as the next answer."""
+        if not self._buffer and self._selector.select(0):
+            chunk = os.read(self._stdout_fd, 65536)
+            if not chunk:
+                self._fail(f"closed its stdout{self._exit_note()} (before request: "
+                           f"{excerpt(request.rstrip())})")
+            self._buffer += chunk
+        if self._buffer:
+            self._fail("wrote output nobody asked for (more than one line for one request, or "
+                       f"logs on stdout instead of stderr) before request {excerpt(request.rstrip())}",
+                       self._buffer.split(b"\n", 1)[0])
 
     def _read_line(self, timeout: float, request: str) -> bytes:
         deadline = time.monotonic() + timeout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,9 @@ FAKE_TARGET = textwrap.dedent('''
             reply = [1, 2, 3]
         elif mode == "no_response":
             reply = {"type": "step", "response": "ok"}
+        elif mode == "chatty":
+            print(json.dumps({"type": "step", "response": {"error": "not_found"}}), flush=True)
+            reply = {"type": "step", "response": {"error": "not_found"}}
         elif mode == "protocol_error":
             reply = {"type": "error", "message": "unknown op " + request["op"]}
         else:
@@ -132,6 +136,15 @@ def test_replies_of_the_wrong_shape_are_reported(fake, mode: str, expected: str)
 def test_a_bad_handshake_is_reported(fake, mode: str, expected: str) -> None:
     with pytest.raises(TargetError, match=expected):
         fake(mode)()
+
+
+def test_a_second_line_for_one_request_is_reported_at_the_next_request(fake) -> None:
+    target = fake("chatty")()
+    target.reset({"max_open": 3})
+    assert target.step("get", {"id": 1}, 0) == {"error": "not_found"}
+    time.sleep(0.2)  # let the extra line arrive
+    with pytest.raises(TargetError, match="wrote output nobody asked for"):
+        target.observe()
 
 
 def test_a_program_that_cannot_start_is_reported() -> None:
