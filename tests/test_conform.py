@@ -50,7 +50,7 @@ def test_the_javascript_duebook_conforms(tmp_path: Path, capsys: pytest.CaptureF
 def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junit = tmp_path / "junit.xml"
-    code = conform("--target", BROKEN, "--examples", "200", "--steps", "20", "--seed", "1",
+    code = conform("--target", BROKEN, "--examples", "500", "--steps", "50", "--seed", "1",
                    "--progress", "0", "--junit", str(junit), "--trace-dir", str(tmp_path))
     out = capsys.readouterr().out
     assert code == 1, out
