@@ -11,7 +11,7 @@ from duespec.campaign import (
     run_campaign,
     write_failure_trace,
 )
-from duespec.report import report_for
+from duespec.report import report_for, write_json
 from duespec.systems import NAMES, get_system
 
 
@@ -38,8 +38,11 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(f"trace of the shrunk counterexample: {trace}\n"
                   f"reproduce: duespec replay {trace} --target impl")
+    coverage = report_for(system, result)
     if not args.no_coverage:
-        print(report_for(system, result).render())
+        print(coverage.render())
+    if args.coverage_json:
+        print(f"coverage: {write_json([coverage], args.coverage_json)}")
     return 0 if result.ok else 1
 
 
@@ -58,4 +61,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")
     parser.add_argument("--no-coverage", action="store_true", help="do not print the spec-coverage report")
+    parser.add_argument("--coverage-json", metavar="FILE", help="write the spec-coverage report as JSON")
     parser.set_defaults(run=main)
