@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from duespec.campaign import run_campaign, write_failure_trace
 from duespec.cli import main as cli_main
 from duespec.replay import replay
 from duespec.systems import get_system
@@ -105,6 +106,19 @@ def test_a_crashing_target_is_a_finding_not_a_traceback() -> None:
     result = replay(WINDOW, "crashes", factory=Crashes)
     assert not result.confirmed and result.step is not None and result.step["i"] == 1
     assert "the target raised: RuntimeError: connection reset" in result.report()
+
+
+def test_a_failing_campaign_trace_is_a_regression_test(tmp_path: Path) -> None:
+    """The loop the corpus exists for: campaign finds a bug, its trace replays the bug."""
+    campaign = run_campaign(get_system("duebook"), LateClock, seed=0, examples=100, step_count=20)
+    assert not campaign.ok
+    trace = write_failure_trace(campaign, tmp_path, target="late-clock", producer="test")
+    against_bug = replay(trace, "late-clock", factory=LateClock)
+    assert not against_bug.confirmed and against_bug.step is not None
+    assert against_bug.step["op"] == "claim"
+    _, steps = read_trace(trace)
+    assert against_bug.step["i"] == len(list(steps)) - 1  # the shrunk run ends at the bug
+    assert replay(trace, "impl").confirmed
 
 
 def _tampered(tmp_path: Path, change: Any) -> Path:
