@@ -271,3 +271,11 @@ def test_quint_schedules_trace_imports_with_camel_case_actions_and_maps(tmp_path
     result = replay(trace, "impl")
     assert result.confirmed, result.report()
     assert (result.responses_compared, result.states_compared) == (3, 3)
+
+
+def test_metadata_under_meta_is_read_as_well(tmp_path: Path) -> None:
+    """Some producers put the action and picks in each state's #meta instead."""
+    path = _quint_trace(tmp_path, [{"#meta": {"index": 1, "actionTaken": "get",
+                                              "nondetPicks": {"id": {"tag": "Some", "value": 2}}}, "now": 4}])
+    _, steps = read_itf(path, system="duebook")
+    assert list(steps) == [{"i": 0, "op": "get", "args": {"id": 2}, "now": 4}]
