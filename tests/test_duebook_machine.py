@@ -1,0 +1,94 @@
+"""The duebook lockstep campaign, at the defaults `duespec check duebook` uses, and the
+JSON adapters it drives."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from duespec.campaign import CampaignResult, run_campaign
+from duespec.systems import get_system
+from duespec.systems.duebook import SYSTEM, ImplTarget, ModelTarget
+from duespec.target import Target
+
+TARGETS = {"model": ModelTarget, "impl": ImplTarget}
+
+
+def print_coverage(result: CampaignResult) -> None:
+    print(f"\n{result.system}: {result.examples} examples, {result.steps} steps, {result.seconds:.1f}s")
+    for tag in sorted(SYSTEM.required_tags):
+        print(f"  {result.coverage[tag]:6d}  {tag}")
+
+
+def unreached(coverage: Counter[str]) -> list[str]:
+    return sorted(tag for tag in SYSTEM.required_tags if coverage[tag] == 0)
+
+
+def test_the_registry_finds_duebook() -> None:
+    assert get_system("duebook") is SYSTEM
+
+
+def test_implementation_conforms_at_the_default_budget() -> None:
+    result = run_campaign(SYSTEM, SYSTEM.impl)
+    print_coverage(result)
+    assert result.ok, result.failure
+    assert unreached(result.coverage) == []
+
+
+def test_model_agrees_with_itself() -> None:
+    result = run_campaign(SYSTEM, SYSTEM.model)
+    assert result.ok, result.failure
+    assert unreached(result.coverage) == []
+
+
+def test_required_tags_are_every_contract_branch_of_the_model() -> None:
+    from duespec.model.duebook import OPERATION_TAGS
+
+    assert OPERATION_TAGS - SYSTEM.required_tags == {"D-01.invalid"}
+
+
+@pytest.fixture(params=sorted(TARGETS))
+def target(request: pytest.FixtureRequest) -> Target:
+    fresh = TARGETS[request.param]()
+    fresh.reset({"max_open": 2})
+    return fresh
+
+
+def test_a_malformed_request_is_a_harness_bug_not_an_answer(target: Target) -> None:
+    with pytest.raises(ValueError, match="no op 'reschedule'"):
+        target.step("reschedule", {"id": 1}, 0)
+    with pytest.raises(ValueError, match="missing: ttl"):
+        target.step("schedule", {"owner": "alice", "delay": 1}, 0)
+    with pytest.raises(ValueError, match="unexpected: now"):
+        target.step("claim", {"id": 1, "now": 3}, 0)
+
+
+@pytest.mark.parametrize("op, args", [
+    ("schedule", {"owner": "alice", "delay": True, "ttl": 0}),
+    ("schedule", {"owner": "alice", "delay": 1.0, "ttl": 0}),
+    ("schedule", {"owner": "", "delay": 1, "ttl": 0}),
+    ("claim", {"id": "1"}),
+    ("cancel", {"id": 1, "caller": None}),
+    ("get", {"id": 2**63}),
+    ("claimable", {"limit": -1}),
+])
+def test_wrong_typed_values_reach_the_system(target: Target, op: str, args: dict) -> None:
+    before = target.observe()
+    assert target.step(op, args, 5).get("error") == "invalid"
+    assert target.observe() == before
+
+
+def test_both_targets_speak_the_same_json(target: Target) -> None:
+    assert target.step("schedule", {"owner": "alice", "delay": 2, "ttl": 3}, 10) == {
+        "ok": {"id": 1, "owner": "alice", "due_at": 12, "expires_at": 15}}
+    assert target.step("claim", {"id": 1}, 11)["error"] == "not_due"
+    assert target.step("claimable", {"limit": 5}, 12) == {
+        "ok": [{"id": 1, "owner": "alice", "due_at": 12, "expires_at": 15}]}
+    assert target.observe() == {"max_open": 2, "next_id": 2, "open": [
+        {"id": 1, "owner": "alice", "due_at": 12, "expires_at": 15}]}
+
+
+def test_a_bad_config_is_refused_before_the_campaign(target: Target) -> None:
+    with pytest.raises(ValueError):
+        target.reset({"max_open": 2, "extra": 1})

@@ -1,0 +1,196 @@
+"""Mutation check: realistic duebook bugs, each applied to the production implementation
+as a subclass (the source is untouched). The default campaign must catch every one and
+shrink it to a short counterexample; a bug it cannot catch is a hole in the machine."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+import pytest
+
+from duespec.campaign import run_campaign
+from duespec.impl import duebook as impl
+from duespec.systems.duebook import SYSTEM, ImplTarget
+
+INT64_MAX = 2**63 - 1
+#: A shrunk counterexample longer than this means the shrinker or the machine got worse.
+SHORT = 8
+
+
+def peek(book: impl.Book, id: Any) -> Any:
+    """The open deferral `id` names, read through the unmutated Get, or None."""
+    try:
+        return impl.Book.get(book, id)
+    except impl.DuebookError:
+        return None
+
+
+def is_time(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= INT64_MAX
+
+
+def error(code: str) -> impl.DuebookError:
+    """The implementation's own exception for `code`, as its own check would raise it."""
+    return ERRORS[code](f"mutant: {code}")
+
+
+def _error_classes(base: type[impl.DuebookError]) -> dict[str, type[impl.DuebookError]]:
+    found: dict[str, type[impl.DuebookError]] = {}
+    for sub in base.__subclasses__():
+        found.update(_error_classes(sub))
+        found[sub.code] = sub
+    return found
+
+
+ERRORS = _error_classes(impl.DuebookError)
+
+MUTANTS: dict[str, type[impl.Book]] = {}
+
+
+def mutant(cls: type[impl.Book]) -> type[impl.Book]:
+    MUTANTS[cls.__name__] = cls
+    return cls
+
+
+# --- off by one at each edge of the window ---
+
+@mutant
+class ClaimOpensAtDueMinusOne(impl.Book):
+    """`now + 1 >= due_at` instead of `now >= due_at`: the Gno timelock that ran early."""
+
+    def claim(self, id: Any, now: Any) -> Any:
+        deferral = peek(self, id)
+        if deferral is not None and now == deferral.due_at - 1:
+            now = deferral.due_at
+        return super().claim(id, now)
+
+
+@mutant
+class ClaimStillOpenAtExpiresAt(impl.Book):
+    """`now <= expires_at`: the closed window [due, expires] of Compound's grace period."""
+
+    def claim(self, id: Any, now: Any) -> Any:
+        deferral = peek(self, id)
+        if deferral is not None and deferral.expires_at and now == deferral.expires_at:
+            now = deferral.expires_at - 1
+        return super().claim(id, now)
+
+
+@mutant
+class ExpireAllowedAtExpiresMinusOne(impl.Book):
+    """`now >= expires_at - 1`: Expire consumes a deferral that is still claimable."""
+
+    def expire(self, id: Any, now: Any) -> Any:
+        deferral = peek(self, id)
+        if deferral is not None and deferral.expires_at and now == deferral.expires_at - 1:
+            now = deferral.expires_at
+        return super().expire(id, now)
+
+
+@mutant
+class ClaimRefusedAtDueAt(impl.Book):
+    """`now > due_at`: the first instant of the window is lost."""
+
+    def claim(self, id: Any, now: Any) -> Any:
+        deferral = peek(self, id)
+        if deferral is not None and now == deferral.due_at:
+            raise error("not_due")
+        return super().claim(id, now)
+
+
+# --- lifecycle and authority ---
+
+@mutant
+class CancelByAnyone(impl.Book):
+    """The ownership check forgotten: any non-empty caller cancels."""
+
+    def cancel(self, id: Any, caller: Any) -> Any:
+        deferral = peek(self, id)
+        if deferral is not None and type(caller) is str and caller:
+            caller = deferral.owner
+        return super().cancel(id, caller)
+
+
+@mutant
+class NeverExpiringCanBeExpired(impl.Book):
+    """`now >= expires_at` without the `expires_at != 0` guard: ttl 0 expires at once."""
+
+    def expire(self, id: Any, now: Any) -> Any:
+        deferral = peek(self, id)
+        if deferral is not None and deferral.expires_at == 0 and is_time(now):
+            return super().cancel(id, deferral.owner)
+        return super().expire(id, now)
+
+
+@mutant
+class ExpiredClaimConsumesFirst(impl.Book):
+    """Consume, then check the window (CVE-2021-39167's order): a refused claim still
+    removes the deferral, so a failure changes the Book."""
+
+    def claim(self, id: Any, now: Any) -> Any:
+        try:
+            return super().claim(id, now)
+        except impl.DuebookError as refused:
+            deferral = peek(self, id)
+            if refused.code == "expired" and deferral is not None:
+                super().cancel(id, deferral.owner)
+            raise
+
+
+# --- inputs and arithmetic ---
+
+@mutant
+class TtlOverflowNeverExpires(impl.Book):
+    """`due_at + ttl` wraps and lands on the 0 sentinel: a deferral that should be refused
+    as invalid is stored as never expiring."""
+
+    def schedule(self, owner: Any, delay: Any, ttl: Any, now: Any) -> Any:
+        if (is_time(now) and is_time(delay) and is_time(ttl) and ttl > 0
+                and now + delay <= INT64_MAX < now + delay + ttl):
+            ttl = 0
+        return super().schedule(owner, delay, ttl, now)
+
+
+@mutant
+class BoolIsAnId(impl.Book):
+    """`isinstance(id, int)` accepts True as id 1: Python's bool is an int subclass."""
+
+    def claim(self, id: Any, now: Any) -> Any:
+        return super().claim(int(id) if isinstance(id, bool) else id, now)
+
+
+# --- queries ---
+
+@mutant
+class ClaimableById(impl.Book):
+    """Claimable ordered by id alone, not (due_at, id): a keeper serves later work first."""
+
+    def claimable(self, now: Any, limit: Any) -> Any:
+        super().claimable(now, limit)  # the same validation and errors
+        return sorted(super().claimable(now, INT64_MAX), key=lambda d: d.id)[:limit]
+
+
+@mutant
+class ZeroLimitMeansAll(impl.Book):
+    """The Go idiom `if limit == 0 { limit = len }` where the contract says 0 is 0."""
+
+    def expirable(self, now: Any, limit: Any) -> Any:
+        return super().expirable(now, INT64_MAX if type(limit) is int and limit == 0 else limit)
+
+
+@pytest.fixture(params=sorted(MUTANTS))
+def mutated_book(request: pytest.FixtureRequest) -> type[impl.Book]:
+    return MUTANTS[request.param]
+
+
+def test_the_default_campaign_catches_and_shrinks(mutated_book: type[impl.Book]) -> None:
+    result = run_campaign(SYSTEM, partial(ImplTarget, mutated_book))
+    assert not result.ok, f"{mutated_book.__name__} survived the default campaign"
+    print(f"\n{mutated_book.__name__}: caught, {len(result.counterexample)} steps")
+    for step in result.counterexample:
+        print(f"  {step['op']} {json.dumps(step['args'])} now={step['now']} -> {json.dumps(step['result'])}")
+    print("  " + result.failure.splitlines()[0])
+    assert result.failure.startswith(("Divergence", "AssertionError")), result.failure
+    assert 1 <= len(result.counterexample) <= SHORT
