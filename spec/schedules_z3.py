@@ -55,6 +55,7 @@ BUGS = {
     "next_cron_not_strict": "nextCron may return its argument when it is a tick (>= instead of >)",
     "timeout_from_wall_clock": "each promise's timeoutAt is now + promiseTimeout, not cronTime + ...",
     "stores_schedule_before_catch_up": "onScheduleTimeout stores the schedule as it was before catch-up",
+    "last_run_at_is_now": "catch-up records the firing time as lastRunAt instead of the cronTime",
     "expand_ignores_timestamp": "the promise id template has no {{.timestamp}}: every tick gets one id",
 }
 
@@ -173,7 +174,8 @@ def iteration(cron: Cron, expand: Expand, loop: Loop, now: ArithRef, profile: st
     advance_from = now if bug in ("advance_from_wall_clock", "fire_latest_only") else cron_time
     k = loop.fired
     return Loop(
-        Schedule(cron.next_cron(advance_from), BoolVal(True), cron_time, s.created_at,
+        Schedule(cron.next_cron(advance_from), BoolVal(True), now if bug == "last_run_at_is_now" else cron_time,
+                 s.created_at,
                  s.promise_timeout),
         k + 1, Store(loop.cron_time, k, cron_time), Store(loop.timeout_at, k, timeout_at),
         Store(loop.create_now, k, create_now), Store(loop.promise_id, k, expand.of(cron_time)),
@@ -307,8 +309,8 @@ def counter_run(run: Run, post: Callable[[Loop], BoolRef], max_iterations: int =
                 f"a whole catch-up on a cron ticking every {CONTROL_PERIOD}, from anchor {a0} at now={now} "
                 f"(promiseTimeout {v(run.start.promise_timeout)}):",
                 f"  ticks in ({a0}, {now}]: {ticks[:8]}{' ...' if len(ticks) > 8 else ''}",
-                f"  fired in {rounds} round(s): [{', '.join(fired)}]; nextRunAt afterwards "
-                f"{v(loop.schedule.next_run_at)}",
+                f"  fired in {rounds} round(s): [{', '.join(fired)}]; afterwards nextRunAt "
+                f"{v(loop.schedule.next_run_at)}, lastRunAt {v(loop.schedule.last_run_at)}",
             ])
         solver.pop()
         solver.add(run.guard(loop))
@@ -359,6 +361,14 @@ def anchored_at_cron_time(run: Run) -> Outcome:
             loop.timeout_at[i] == loop.cron_time[i] + run.start.promise_timeout,
             loop.create_now[i] == create_now)))
     return _loop_induction(run, post, "each promiseCreate has timeoutAt = its cronTime + promiseTimeout")
+
+
+def stays_anchored(run: Run) -> Outcome:
+    def post(loop: Loop) -> BoolRef:
+        s, k = loop.schedule, loop.fired
+        return And(well_anchored(run.cron, s), Implies(s.has_last, s.last_run_at < s.next_run_at),
+                   Implies(k > 0, And(s.has_last, s.last_run_at == loop.cron_time[k - 1])))
+    return _loop_induction(run, post, "the stored schedule is anchored at its last fired tick")
 
 
 def distinct_promise_ids(run: Run) -> Outcome:
@@ -418,16 +428,18 @@ def _proof(requirements: tuple[str, ...], name: str, check: Callable[[Run], Outc
 
 
 PROOFS: list[Proof] = [
-    _proof(("TO-02",), "catch-up fires exactly the ticks in (lastRunAt or createdAt, now], in order, "
-           "then nextRunAt > now", exactly_the_missed_ticks, "advance_from_wall_clock"),
-    _proof(("TO-02",), "catch-up never fires only the latest missed tick",
+    _proof(("TO-02", "SP-01", "SP-02", "X-01"), "catch-up fires exactly the ticks in (lastRunAt or createdAt, "
+           "now], in order, then nextRunAt > now", exactly_the_missed_ticks, "advance_from_wall_clock"),
+    _proof(("TO-02", "SP-01"), "catch-up never fires only the latest missed tick",
            exactly_the_missed_ticks, "fire_latest_only"),
-    _proof(("TO-02",), "catch-up terminates: every iteration moves nextRunAt forward",
+    _proof(("TO-02", "X-01"), "catch-up terminates: every iteration moves nextRunAt forward",
            terminates, "next_cron_not_strict"),
-    _proof(("TO-02", "P-02"), "each occurrence's promise has timeoutAt = cronTime + promiseTimeout",
+    _proof(("TO-02", "SP-01", "X-05"), "each occurrence's promise has timeoutAt = cronTime + promiseTimeout",
            anchored_at_cron_time, "timeout_from_wall_clock"),
-    _proof(("TO-02", "X-02"), "each occurrence gets its own promise id (expand injective in the timestamp)",
+    _proof(("TO-03", "SP-12"), "the stored schedule: lastRunAt = last tick fired < nextRunAt = nextCron(lastRunAt)",
+           stays_anchored, "last_run_at_is_now"),
+    _proof(("SP-06", "X-02"), "each occurrence gets its own promise id (expand injective in the timestamp)",
            distinct_promise_ids, "expand_ignores_timestamp"),
-    _proof(("TO-03", "S-02"), "consecutive timeouts fire each tick once: the next run fires exactly (now1, now2]",
+    _proof(("TO-03", "SP-07"), "consecutive timeouts fire each tick once: the next run fires exactly (now1, now2]",
            consecutive_runs_partition_ticks, "stores_schedule_before_catch_up"),
 ]
