@@ -335,7 +335,7 @@ def exactly_the_missed_ticks(run: Run) -> Outcome:
         a = loop.schedule.anchor()
         caught_up = And(loop.schedule.next_run_at > run.now, well_anchored(run.cron, loop.schedule),
                         Implies(a0 <= run.now, a <= run.now),
-                        Implies(k > 0, And(run.cron.is_tick(a), a0 < a)))
+                        Implies(k > 0, And(run.cron.is_tick(a), a0 < a)), Implies(k == 0, a == a0))
         return And(complete, sound, caught_up)
     return _loop_induction(run, post, "catch-up fires exactly the ticks in (anchor, now], in order",
                            lambda loop: (("the instant", _ANY),))
@@ -397,7 +397,8 @@ def consecutive_runs_partition_ticks(run: Run) -> Outcome:
     first_run_post = And(caught_up.next_run_at > now1, well_anchored(cron, caught_up),
                          caught_up.anchor() <= now1, stored.anchor() <= now1,
                          Implies(first.fired > 0, And(caught_up.anchor() > stored.anchor(),
-                                                      cron.is_tick(caught_up.anchor()))))
+                                                      cron.is_tick(caught_up.anchor()))),
+                         Implies(first.fired == 0, caught_up.anchor() == stored.anchor()))
     return valid(Implies(And(cron.axioms, epoch, well_anchored(cron, stored), now1 <= now2, first_run_post),
                          fires_in_second == new_since_first),
                  _render_two_runs(cron, stored, caught_up, kept, now1, now2, u),
