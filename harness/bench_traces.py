@@ -2,8 +2,9 @@
 
 1. Replay throughput of one trace against the model, against reading it alone, and
    against the implementation (with the model alongside as oracle) on the same trace.
-2. Peak traced memory replaying a long trace against one a tenth as long: the reader
-   streams and replay keeps nothing per step, so the ratio should stay near 1."""
+2. Peak traced memory replaying (and exporting to ITF) a long trace against one a tenth
+   as long: reader and writers stream and keep nothing per step, so the ratio should
+   stay near 1."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from duespec.bench import Figure
+from duespec.itf import export_itf
 from duespec.replay import replay
 from duespec.systems import get_system
 from duespec.traces import Call, TraceHeader, read_trace, record, write_trace
 
 SECTION = "traces"
+T = TypeVar("T")
 
 
 def duebook_churn(count: int) -> Iterator[Call]:
@@ -67,16 +70,27 @@ def replay_rate(path: Path, target: str) -> float:
 
 def peak_bytes(path: Path) -> tuple[int, int]:
     """Steps replayed against the model and the peak of traced allocations meanwhile."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = replay(path, "model")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    result, peak = _traced(lambda: replay(path, "model"))
     if not result.confirmed:
         raise AssertionError(result.report())
     return result.steps, peak
+
+
+def export_peak_bytes(path: Path) -> int:
+    _, peak = _traced(lambda: export_itf(path, path.with_suffix(".itf.json")))
+    path.with_suffix(".itf.json").unlink()
+    return peak
+
+
+def _traced(action: Callable[[], T]) -> tuple[T, int]:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        value = action()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return value, peak
 
 
 def figures(quick: bool) -> list[Figure]:
@@ -102,4 +116,7 @@ def figures(quick: bool) -> list[Figure]:
                             "KiB", f"replaying {short_count:,} steps", short_peak / 1024,
                             note=f"trace file {long.stat().st_size / 2**20:,.0f} MiB; a ratio near 1 "
                                  f"means nothing is kept per step"))
+        found.append(Figure(SECTION, f"peak traced memory exporting {long_count:,} steps to ITF",
+                            export_peak_bytes(long) / 1024, "KiB", f"exporting {short_count:,} steps",
+                            export_peak_bytes(short) / 1024))
     return found
