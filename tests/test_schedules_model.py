@@ -230,6 +230,7 @@ def test_unknown_op_and_wrong_args_are_400() -> None:
     assert model.step(state, "schedule.update", {}, T0)["status"] == 400
     assert model.step(state, "promise.get", {"id": "p", "x": 1}, T0)["status"] == 400
     assert model.step(state, "tick", {"now": 3}, T0)["status"] == 400
+    assert model.step(state, "promise.get", {"id": "\ud800"}, T0)["status"] == 400
 
 
 # --- the end of time (X-04) --------------------------------------------------------------------

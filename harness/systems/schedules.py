@@ -64,15 +64,18 @@ class ModelTarget:
 
 
 class ImplTarget:
-    """duespec.impl.schedules (SQLite, in memory) behind the JSON contract."""
+    """duespec.impl.schedules (SQLite, in memory) behind the JSON contract.
 
-    def __init__(self) -> None:
+    `server` may be a subclass of ScheduleServer: the mutation tests plant bugs that way."""
+
+    def __init__(self, server: type[ScheduleServer] = ScheduleServer) -> None:
+        self.server_class = server
         self.server: ScheduleServer | None = None
 
     def reset(self, config: dict[str, Json]) -> None:
         self.close()
         checked = config_of(config)
-        self.server = ScheduleServer(profile=checked.profile, retry_timeout=checked.retry_timeout)
+        self.server = self.server_class(profile=checked.profile, retry_timeout=checked.retry_timeout)
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         assert self.server is not None, "reset() first"
@@ -255,7 +258,7 @@ class SchedulesMachine(LockstepMachine):
         self.act("promise.get", {"id": id})
 
     @rule(op=st.sampled_from(("schedule.get", "promise.get", "promise.create", "tick", "warp")),
-          args=st.sampled_from(({}, {"id": 3}, {"id": "p1", "extra": 1}, None)),
+          args=st.sampled_from(({}, {"id": 3}, {"id": "p1", "extra": 1}, {"id": "\ud800"}, None)),
           now=st.sampled_from((None, -1, MAX_TIME + 1, 1.5, True)))
     def garbage(self, op: str, args: Json, now: Json) -> None:
         """Malformed requests, an unknown op, invalid instants: 400, and nothing changes."""

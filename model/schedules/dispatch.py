@@ -15,6 +15,7 @@ from duespec.model.schedules.p01_promise_get import promise_get
 from duespec.model.schedules.p02_promise_create import promise_create
 from duespec.model.schedules.requests import (
     Invalid, Res, exact_args, id_req, promise_create_req, schedule_create_req, time_value,
+    unicode_text,
 )
 from duespec.model.schedules.s01_schedule_get import schedule_get
 from duespec.model.schedules.s02_schedule_create import schedule_create
@@ -71,6 +72,7 @@ def step(state: ServerState, op: str, args: Json, now: Json) -> dict[str, Json]:
     spec_id, run = OPERATIONS[op]
     try:
         time_value(now, "now")
+        unicode_text(args)
         return run(state, args, now)
     except Invalid as error:
         reached(f"{spec_id}.invalid")

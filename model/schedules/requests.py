@@ -46,6 +46,22 @@ class PromiseCreateReq:
     tags: Tags
 
 
+def unicode_text(value: Json, where: str = "args") -> None:
+    """Every string in a request must encode as UTF-8: a lone surrogate cannot be stored."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Invalid(f"{where} holds a lone surrogate, not Unicode text: {value!r}") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            unicode_text(key, where)
+            unicode_text(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            unicode_text(item, where)
+
+
 def time_value(value: Json, name: str) -> int:
     if type(value) is not int:
         raise Invalid(f"{name} must be an integer, got {value!r}")
