@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
@@ -164,11 +165,13 @@ class Store:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.lock = threading.Lock()
         # Autocommit mode: transactions are opened and closed explicitly, never implicitly.
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         if path != ":memory:":
             self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA synchronous = NORMAL")
+            # FULL: a handler's 200 means its transaction is on disk, not merely consistent.
+            self.db.execute("PRAGMA synchronous = FULL")
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self.db.executescript(SCHEMA)
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
@@ -180,14 +183,15 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All of one handler or none of it."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        """All of one handler or none of it; one handler at a time if threads share the store."""
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
 
     # ---- config -----------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ persistence, the 400 path, and agreement with the reference model on whole scena
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -377,6 +379,36 @@ def test_a_file_store_reopened_has_the_same_state_and_config(tmp_path: Path) -> 
     reopened.close()
     with pytest.raises(ValueError, match="profile"):
         ScheduleServer(path, profile="lean")
+
+
+CRASH_MID_CATCH_UP = """
+import os, sys
+from duespec.impl import schedules as impl
+calls = 0
+def expand_then_die(template, id, timestamp):
+    global calls
+    calls += 1
+    if calls == 3:
+        os._exit(9)  # the process dies: no rollback, no close
+    return original(template, id, timestamp)
+original, impl.expand, impl.CATCH_UP_CHUNK = impl.expand, expand_then_die, 1
+impl.ScheduleServer(sys.argv[1]).handle("schedule.timeout", {"id": "s"}, int(sys.argv[2]))
+"""
+
+
+def test_a_process_killed_mid_catch_up_leaves_the_file_as_before(tmp_path: Path) -> None:
+    path = str(tmp_path / "server.db")
+    server = ScheduleServer(path)
+    create_schedule(server, T0, promiseTags=TARGET)
+    before = server.observe()
+    server.close()
+    died = subprocess.run([sys.executable, "-c", CRASH_MID_CATCH_UP, path, str(T0 + HOUR)], timeout=60)
+    assert died.returncode == 9
+    reopened = ScheduleServer(path)
+    assert reopened.observe() == before
+    reopened.handle("schedule.timeout", {"id": "s"}, T0 + HOUR)
+    assert len(reopened.observe()["promises"]) == 60
+    reopened.close()
 
 
 def test_bad_config_is_refused() -> None:
