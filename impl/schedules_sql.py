@@ -126,6 +126,10 @@ def _value(text: str) -> Value:
     return Value(raw["headers"], raw["data"])
 
 
+def _list(text: str) -> list[str]:
+    return [] if text == "[]" else list(json.loads(text))
+
+
 def _promise(row: Sequence[Any]) -> Promise:
     return Promise(
         id=row[0], state=row[1], param=_value(row[2]), value=_value(row[3]), tags=json.loads(row[4]),
@@ -155,6 +159,8 @@ def _message(kind: str, task_id: str | None, version: int | None, promise: str |
 
 PROMISE_COLUMNS = ("id, state, param, value, tags, timeout_at, created_at, settled_at, "
                    "callbacks, listeners, timer")
+#: The columns operations.md shows, without the derived `timer`.
+PROMISE_COLUMNS_SHOWN = PROMISE_COLUMNS.removesuffix(", timer")
 TASK_COLUMNS = "id, state, version, resumes, ttl, pid"
 SCHEDULE_COLUMNS = ("id, cron, promise_id, promise_timeout, promise_param, promise_tags, "
                     "next_run_at, last_run_at, created_at")
@@ -356,14 +362,17 @@ class Store:
 
         Sorted in Python, not SQL, so the order is code-point order whatever the collation."""
         db = self.db
-        promises = sorted((_promise(r) for r in db.execute(f"SELECT {PROMISE_COLUMNS} FROM promises")),
-                          key=lambda p: p.id)
-        tasks = sorted((_task(r) for r in db.execute(f"SELECT {TASK_COLUMNS} FROM tasks")), key=lambda t: t.id)
         schedules = sorted((_schedule(r) for r in db.execute(f"SELECT {SCHEDULE_COLUMNS} FROM schedules")),
                            key=lambda s: s.id)
         return {
-            "promises": [p.to_json() for p in promises],
-            "tasks": [t.to_json() for t in tasks],
+            # Promises and tasks straight from their rows: they are most of a big state.
+            "promises": [{"id": i, "state": state, "param": json.loads(param), "value": json.loads(value),
+                          "tags": json.loads(tags), "timeoutAt": timeout_at, "createdAt": created_at,
+                          "settledAt": settled_at, "callbacks": _list(callbacks), "listeners": _list(listeners)}
+                         for i, state, param, value, tags, timeout_at, created_at, settled_at, callbacks, listeners
+                         in sorted(db.execute(f"SELECT {PROMISE_COLUMNS_SHOWN} FROM promises"))],
+            "tasks": [{"id": i, "state": state, "version": version, "resumes": _list(resumes), "ttl": ttl, "pid": pid}
+                      for i, state, version, resumes, ttl, pid in sorted(db.execute(f"SELECT {TASK_COLUMNS} FROM tasks"))],
             "schedules": [s.to_json() for s in schedules],
             "promiseTimeouts": [{"id": i, "timeout": t} for i, t in
                                 sorted(db.execute("SELECT id, timeout FROM promise_timeouts"))],
