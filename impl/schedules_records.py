@@ -82,9 +82,6 @@ class Promise:
             "settledAt": self.settled_at,
         }
 
-    def to_json(self) -> dict[str, Json]:
-        return {**self.record(), "callbacks": list(self.callbacks), "listeners": list(self.listeners)}
-
     def timed_out(self) -> Promise:
         """Settled by its own timeout, at the instant it was due."""
         return replace(self, state=timed_out_state(self.tags), settled_at=self.timeout_at)
@@ -104,10 +101,6 @@ class Task:
     resumes: tuple[str, ...] = ()
     ttl: int | None = None
     pid: str | None = None
-
-    def to_json(self) -> dict[str, Json]:
-        return {"id": self.id, "state": self.state, "version": self.version,
-                "resumes": list(self.resumes), "ttl": self.ttl, "pid": self.pid}
 
 
 @dataclass(frozen=True, slots=True)
