@@ -270,10 +270,14 @@ class Book:
         return f"Book(max_open={self._max_open}, open={self._open}, next_id={self._next_id})"
 
     def open_deferrals(self) -> Iterator[Deferral]:
-        """Every open deferral, by id."""
+        """Every open deferral, by id. Like a dict, it refuses to go on after the Book
+        changed under it: (next_id, open count) differs after any schedule or consume."""
+        version = (self._next_id, self._open)
         for slot in range(len(self._ids)):
             if self._live[slot]:
                 yield self._deferral_at(slot)
+                if (self._next_id, self._open) != version:
+                    raise RuntimeError("Book changed during open_deferrals()")
 
     # -- operations (docs/operations.md) --
 

@@ -456,3 +456,13 @@ def test_bit_flips_are_rejected_or_restore_a_consistent_book(data: st.DataObject
     assert all(0 < x.id < book.next_id and x.owner for x in deferrals)
     assert all(x.expires_at == 0 or x.expires_at > x.due_at for x in deferrals)
     assert book.claimable(INT64_MAX, 10) == reference_claimable(deferrals, INT64_MAX)
+
+
+def test_iterating_open_deferrals_refuses_a_changing_book() -> None:
+    book = Book(3)
+    for _ in range(3):
+        book.schedule("alice", 0, 0, 0)
+    with pytest.raises(RuntimeError):
+        for deferral in book.open_deferrals():
+            book.cancel(deferral.id, "alice")
+    assert [x.id for x in book.open_deferrals()] == [2, 3]
