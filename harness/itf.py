@@ -174,6 +174,9 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
                 result = step.get("result", response)
                 picks = {n: NONE for n in arg_names}
                 at = f"{where}: step {step['i']}"
+                if not isinstance(step["args"], dict):
+                    raise TraceError(at, None, f"args {json.dumps(step['args'])} are not an object, so "
+                                               f"they cannot become named nondeterministic picks")
                 picks.update({n: {"tag": "Some", "value": to_itf(v, at, n)} for n, v in step["args"].items()})
                 handle.write(",\n" + state(step["i"] + 1, step["now"], result, action_name(step["op"]), picks, at))
             handle.write("\n]}\n")
@@ -294,7 +297,7 @@ def _itf_steps(states: list[Json], system: str, where: str, time_actions: frozen
         keys = STATE_KEYS[system]
         if with_states and all(k in variables for k in keys):
             step["state"] = {k: from_itf(variables[k], f"{where}: {place}: {k}") for k in keys}
-        yield check_step(step, system, index, where, None)
+        yield check_step(step, index, where, None)
         index += 1
 
 

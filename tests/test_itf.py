@@ -97,13 +97,19 @@ def _has_fraction(value: Any) -> bool:
     return isinstance(value, list) and any(_has_fraction(v) for v in value)
 
 
+def _has_no_itf_form(step: dict[str, Any]) -> bool:
+    return not isinstance(step["args"], dict) or _has_fraction([step["args"], step["now"]])
+
+
 @pytest.mark.parametrize("trace", CORPUS, ids=[p.name for p in CORPUS])
 def test_corpus_round_trips_through_itf(tmp_path: Path, trace: Path) -> None:
     header, steps = read_trace(trace)
     original = list(steps)
-    if any(_has_fraction(step["args"]) for step in original):
-        with pytest.raises(TraceError, match="has no ITF form"):  # ITF has no fractions
+    if any(_has_no_itf_form(step) for step in original):
+        # ITF has no fractions, and picks need named arguments.
+        with pytest.raises(TraceError, match="has no ITF form|are not an object"):
             export_itf(trace, tmp_path / "t.itf.json")
+        assert not (tmp_path / "t.itf.json").exists()
         return
     itf = export_itf(trace, tmp_path / "t.itf.json")
     back = import_itf(itf, tmp_path / "back.jsonl")
@@ -190,7 +196,6 @@ def _quint_trace(tmp_path: Path, states: list[dict[str, Any]]) -> Path:
     ({"mbt::actionTaken": "get", "mbt::nondetPicks": {"id": {"tag": "Some", "value": 1}}},
      "no time: need a state variable or a nondeterministic pick named 'now'"),
     ({"now": 1, "mbt::actionTaken": "get", "mbt::nondetPicks": []}, 'must be a record'),
-    ({"now": "noon", "mbt::actionTaken": "get", "mbt::nondetPicks": {}}, '"now" must be an integer'),
 ])
 def test_unusable_quint_trace_is_refused_with_the_state_and_the_problem(tmp_path: Path, state: dict[str, Any],
                                                                       problem: str) -> None:

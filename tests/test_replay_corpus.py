@@ -170,9 +170,9 @@ def test_replay_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cli_main(["replay", str(drifted), "--target", "model"]) == 1
     assert "DIVERGES" in capsys.readouterr().out
     broken = tmp_path / "broken.jsonl"
-    broken.write_text(WINDOW.read_text().replace('"now": 109', '"now": "109"'))
+    broken.write_text(WINDOW.read_text().replace('"i": 2,', '"i": "2",'))
     assert cli_main(["replay", str(broken)]) == 2
-    assert f"{broken}:3: step: \"now\" must be an integer" in capsys.readouterr().err
+    assert f'{broken}:4: step: "i" must be an integer, got the string "2"' in capsys.readouterr().err
     assert cli_main(["replay", str(tmp_path / "absent.jsonl")]) == 2
     assert cli_main(["replay", str(WINDOW), "--target", "no-such-target"]) == 2
 
