@@ -400,7 +400,7 @@ class Book:
         parts = [_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, self._max_open,
                               self._next_id, self._open, len(names))]
         for name in names:
-            encoded = name.encode("utf-8")
+            encoded = name.encode("utf-8", "surrogatepass")  # any str is an owner, lone surrogates too
             parts.append(_OWNER_LENGTH.pack(len(encoded)))
             parts.append(encoded)
         for column in (self._ids, self._due, self._expires):
@@ -441,7 +441,7 @@ class Book:
             if length == 0 or offset + length > len(data):
                 raise Invalid(f"snapshot owner {n} has a bad length {length}")
             try:
-                names.append(sys.intern(data[offset:offset + length].decode("utf-8")))
+                names.append(sys.intern(data[offset:offset + length].decode("utf-8", "surrogatepass")))
             except UnicodeDecodeError as error:
                 raise Invalid(f"snapshot owner {n} is not UTF-8: {error}") from None
             offset += length
