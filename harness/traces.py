@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from duespec.systems import NAMES
+from duespec.systems import NAMES, get_system
 
 Json = Any
 
@@ -276,8 +276,6 @@ Call = tuple[str, dict[str, Json], int]
 
 def record(system: str, config: dict[str, Json], script: Iterable[Call]) -> Iterator[dict[str, Json]]:
     """Run `script` on a fresh model; yield each step with the model's response as its result."""
-    from duespec.systems import get_system
-
     model = get_system(system).model()
     model.reset(dict(config))
     try:
@@ -420,8 +418,6 @@ def write_corpus(root: str | os.PathLike[str], systems: Iterable[str] = NAMES) -
 
     A file whose header and steps would come out the same is left alone, so re-recording
     after a model change shows exactly the traces whose answers moved. Returns those written."""
-    from duespec.systems import get_system
-
     written = []
     wanted = set(systems)
     for scenario in corpus_scenarios():
