@@ -7,8 +7,8 @@ import importlib
 import sys
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
-COMMANDS = ("duespec.prove", "duespec.check", "duespec.bench", "duespec.replay", "duespec.itf",
-            "duespec.conform")
+COMMANDS = ("duespec.prove", "duespec.check", "duespec.bench", "duespec.suite", "duespec.conform",
+            "duespec.replay", "duespec.itf")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -1,0 +1,104 @@
+"""`duespec suite` (what `make check` runs): every proof, a differential campaign per
+system and profile, and the replay of every recorded trace, ending in a one-screen summary."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from duespec.campaign import run_campaign
+from duespec.check import report
+from duespec.prove import all_proofs, render
+from duespec.spec.proofs import decide
+from duespec.systems import NAMES, get_system
+
+
+@dataclass(frozen=True)
+class Line:
+    part: str
+    what: str
+    holds: bool
+    seconds: float
+    detail: str = ""
+
+
+def prove_all(verbose: bool) -> list[Line]:
+    lines = []
+    for proof in all_proofs():
+        verdict = decide(proof)
+        if not verdict.proved or verbose:
+            print(render(verdict, verbose=True), flush=True)
+        lines.append(Line("prove", f"{proof.system} {','.join(proof.requirements)} {proof.name}",
+                          verdict.proved, verdict.seconds))
+    return lines
+
+
+def campaign_all(seed: int, examples: int, steps: int) -> list[Line]:
+    lines = []
+    for name in NAMES:
+        system = get_system(name)
+        for profile in system.profiles:
+            result = run_campaign(system, system.impl, profile=profile, seed=seed,
+                                  examples=examples, step_count=steps)
+            if not result.ok:
+                print(report(result), flush=True)
+            lines.append(Line("check", f"{name} [{profile}] impl vs model, {result.examples} runs, "
+                              f"{result.steps} steps", result.ok, result.seconds))
+    return lines
+
+
+def replay_all(corpus: Path) -> list[Line]:
+    from duespec.replay import replay, trace_files
+    from duespec.traces import TraceError
+
+    lines = []
+    for path in trace_files([str(corpus)]):
+        for target in ("model", "impl"):
+            try:
+                result = replay(path, target)
+            except TraceError as error:
+                lines.append(Line("replay", f"{path} is malformed", False, 0.0, str(error)))
+                break
+            if not result.confirmed:
+                print(result.report(), flush=True)
+            lines.append(Line("replay", f"{path} against {target}, {result.steps} steps",
+                              result.confirmed, result.seconds))
+    return lines
+
+
+def main(args: argparse.Namespace) -> int:
+    parts: list[tuple[str, Callable[[], list[Line]]]] = [
+        ("proofs", lambda: prove_all(args.verbose)),
+        ("campaigns", lambda: campaign_all(args.seed, args.examples, args.steps)),
+        ("traces", lambda: replay_all(Path(args.traces))),
+    ]
+    lines: list[Line] = []
+    started = time.perf_counter()
+    for title, run in parts:
+        print(f"== {title}", flush=True)
+        lines.extend(run())
+    print("\n== summary")
+    for line in lines:
+        mark = "ok  " if line.holds else "FAIL"
+        print(f"{mark} {line.part:6} {line.what}  ({line.seconds:.1f}s)"
+              + (f"  {line.detail}" if line.detail and not line.holds else ""))
+    failed = sum(not line.holds for line in lines)
+    print(f"{len(lines) - failed} held, {failed} failed in {time.perf_counter() - started:.0f}s")
+    return 1 if failed else 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "suite", help="everything: proofs, a campaign per system and profile, trace replay",
+        description="Run every proof, a differential campaign (implementation vs model) per "
+                    "system and profile, and replay every trace in the corpus; print a "
+                    "one-screen summary. Exit 0 only if all holds.")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--examples", type=int, default=1000, help="runs per campaign (default 1000)")
+    parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
+    parser.add_argument("--traces", default="traces", help="trace corpus folder (default traces/)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.set_defaults(run=main)
