@@ -518,7 +518,8 @@ def _check_snapshot_rows(ids: array[int], due: array[int], expires: array[int],
         if due_at < 0:
             raise Invalid(f"snapshot row {row}: due_at {due_at} is negative")
         if expires_at != 0 and expires_at <= due_at:
-            raise Invalid(f"snapshot row {row}: expires_at {expires_at} is neither 0 nor after due_at {due_at}")
+            raise Invalid(f"snapshot row {row}: expires_at {expires_at} is neither 0 "
+                          f"nor after due_at {due_at}")
         if not 0 <= owner < owner_count:
             raise Invalid(f"snapshot row {row}: owner index {owner} is out of range")
         previous = id

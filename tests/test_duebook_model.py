@@ -399,16 +399,21 @@ BEFORE3 = {**S, "max_open": 3}
 
 
 @pytest.mark.parametrize("predicate, before, bad_step, after", [
-    (inv.failure_changes_nothing, S, step("claim", {"id": 9}, {"error": "not_found"}), with_open(D1, D2, next_id=4)),
+    (inv.failure_changes_nothing, S, step("claim", {"id": 9}, {"error": "not_found"}),
+     with_open(D1, D2, next_id=4)),
     (inv.read_only_ops_change_nothing, S, step("get", {"id": 1}, {"ok": D1}), with_open(D2)),
     (inv.counter_monotonic, S, step("claim", {"id": 1}, {"ok": D1}), with_open(D2, next_id=2)),
-    (inv.counter_advances_only_on_schedule, S, step("claim", {"id": 1}, {"ok": D1}), with_open(D2, next_id=4)),
-    (inv.consumed_id_never_returns, with_open(D2), step("get", {"id": 2}, {"ok": D2}), with_open(D1, D2)),
-    (inv.absent_id_is_not_found, with_open(D2), step("claim", {"id": 1}, {"error": "not_due"}), with_open(D2)),
+    (inv.counter_advances_only_on_schedule, S, step("claim", {"id": 1}, {"ok": D1}),
+     with_open(D2, next_id=4)),
+    (inv.consumed_id_never_returns, with_open(D2), step("get", {"id": 2}, {"ok": D2}),
+     with_open(D1, D2)),
+    (inv.absent_id_is_not_found, with_open(D2), step("claim", {"id": 1}, {"error": "not_due"}),
+     with_open(D2)),
     (inv.success_consumes_only_its_id, S, step("claim", {"id": 1}, {"ok": D1}), with_open()),
     (inv.schedule_adds_only_the_new_deferral, BEFORE3, SCHEDULE_OK, {**WITH_NEW, "open": [D1, NEW]}),
     (inv.schedule_computes_window, BEFORE3, {**SCHEDULE_OK, "now": 11}, WITH_NEW),
-    (inv.schedule_full_only_at_cap, BEFORE3, step("schedule", {"owner": "c", "delay": 0, "ttl": 0}, {"error": "full"}), BEFORE3),
+    (inv.schedule_full_only_at_cap, BEFORE3,
+     step("schedule", {"owner": "c", "delay": 0, "ttl": 0}, {"error": "full"}), BEFORE3),
     (inv.claim_obeys_window, S, step("claim", {"id": 1}, {"ok": D1}, now=15), with_open(D2)),
     (inv.cancel_obeys_ownership, S, step("cancel", {"id": 1, "caller": "bob"}, {"ok": D1}), with_open(D2)),
     (inv.expire_obeys_expiry, S, step("expire", {"id": 2}, {"ok": D2}, now=99), with_open(D1)),
@@ -435,13 +440,21 @@ def test_every_listed_tag_is_reachable_and_every_branch_is_listed() -> None:
     with collecting() as reached:
         for max_open in (0, 1):
             m.new_book(max_open)
-        for test in (test_claim_window_edges, test_ttl_zero_never_expires, test_expire_edges_and_anyone_may_expire,
-                     test_cancel_is_for_the_owner_only_at_any_time, test_schedule_is_full_at_the_cap_and_free_again_after_a_consumer,
-                     test_int64_max_is_reachable_and_overflow_is_rejected, test_error_precedence,
-                     test_ids_are_never_reused_after_any_consumer, test_must_wrappers_return_the_value_or_panic_with_the_code,
-                     test_claimable_lists_the_open_window_by_due_then_id_up_to_limit,
-                     test_expirable_lists_the_late_by_expiry_then_id_up_to_limit, test_get_reads_without_changing):
-            test()
+        for example in (
+            test_claim_window_edges,
+            test_ttl_zero_never_expires,
+            test_expire_edges_and_anyone_may_expire,
+            test_cancel_is_for_the_owner_only_at_any_time,
+            test_schedule_is_full_at_the_cap_and_free_again_after_a_consumer,
+            test_int64_max_is_reachable_and_overflow_is_rejected,
+            test_error_precedence,
+            test_ids_are_never_reused_after_any_consumer,
+            test_must_wrappers_return_the_value_or_panic_with_the_code,
+            test_claimable_lists_the_open_window_by_due_then_id_up_to_limit,
+            test_expirable_lists_the_late_by_expiry_then_id_up_to_limit,
+            test_get_reads_without_changing,
+        ):
+            example()
         test_owner_and_caller_must_be_non_empty_strings("")
         test_times_must_be_non_negative_int64s(-1)
         test_ids_must_be_int64s(True)

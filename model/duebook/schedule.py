@@ -9,7 +9,9 @@ from duespec.model.duebook.errors import FULL, INVALID
 from duespec.model.duebook.validate import INT64_MAX, is_owner, is_time
 
 
-def schedule(book: Book, owner: object, delay: object, ttl: object, now: object) -> tuple[Deferral | None, str | None]:
+def schedule(
+    book: Book, owner: object, delay: object, ttl: object, now: object
+) -> tuple[Deferral | None, str | None]:
     """Errors in precedence order (D-21): invalid, then full."""
     if not is_owner(owner):
         reached("D-15.schedule_invalid_owner")
