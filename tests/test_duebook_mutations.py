@@ -180,6 +180,100 @@ class ZeroLimitMeansAll(impl.Book):
         return super().expirable(now, INT64_MAX if type(limit) is int and limit == 0 else limit)
 
 
+@mutant
+class ClaimableIncludesExpiresAt(impl.Book):
+    """The keeper query closes the window with `<=`: it lists deferrals Claim refuses."""
+
+    def claimable(self, now: Any, limit: Any) -> Any:
+        listed = super().claimable(now, INT64_MAX)
+        closing = [d for d in self.open_deferrals() if d.expires_at == now and d.due_at <= now]
+        return sorted(listed + closing, key=lambda d: (d.due_at, d.id))[:limit]
+
+
+# --- the id counter and the cap (these reach into the implementation's storage) ---
+
+@mutant
+class IdReusedAfterCancel(impl.Book):
+    """The next id derived from storage (highest open id + 1) instead of a counter that
+    only grows: cancelling the newest deferral hands its id out again, and a replayed
+    Claim of the old id would authorize the new deferral."""
+
+    def cancel(self, id: Any, caller: Any) -> Any:
+        deferral = super().cancel(id, caller)
+        self._compact()
+        self._next_id = max((d.id for d in self.open_deferrals()), default=0) + 1
+        return deferral
+
+
+@mutant
+class FailedScheduleBumpsCounter(impl.Book):
+    """The id is allocated before the cap check, so a refused Schedule burns one."""
+
+    def schedule(self, owner: Any, delay: Any, ttl: Any, now: Any) -> Any:
+        try:
+            return super().schedule(owner, delay, ttl, now)
+        except impl.Full:
+            self._next_id += 1
+            raise
+
+
+@mutant
+class FullCheckedAfterInsert(impl.Book):
+    """Insert first, check the cap afterwards: the error is right, but the deferral it
+    refused is stored anyway."""
+
+    def schedule(self, owner: Any, delay: Any, ttl: Any, now: Any) -> Any:
+        if len(self) < self.max_open:
+            return super().schedule(owner, delay, ttl, now)
+        self._max_open += 1
+        try:
+            super().schedule(owner, delay, ttl, now)
+        finally:
+            self._max_open -= 1
+        raise error("full")
+
+
+@mutant
+class CapOffByOne(impl.Book):
+    """`open > max_open` instead of `>=`: one deferral more than the cap fits."""
+
+    def schedule(self, owner: Any, delay: Any, ttl: Any, now: Any) -> Any:
+        if len(self) != self.max_open:
+            return super().schedule(owner, delay, ttl, now)
+        self._max_open += 1
+        try:
+            return super().schedule(owner, delay, ttl, now)
+        finally:
+            self._max_open -= 1
+
+
+class LiveDeferral:
+    """A view onto the Book's columns, as a careless "zero-copy" Get might return: reading
+    it reads storage, and so does writing it (the seed forbids pointers into the Book)."""
+
+    COLUMNS = {"owner": "_owners", "due_at": "_due", "expires_at": "_expires"}
+
+    def __init__(self, book: impl.Book, id: int) -> None:
+        self.__dict__.update(book=book, id=id)
+
+    def _column(self, name: str) -> Any:
+        if name not in self.COLUMNS:
+            raise AttributeError(name)
+        return getattr(self.book, self.COLUMNS[name])
+
+    def __getattr__(self, name: str) -> Any:
+        return self._column(name)[self.book._slot(self.id)]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._column(name)[self.book._slot(self.id)] = value
+
+
+@mutant
+class GetReturnsLiveHandle(impl.Book):
+    def get(self, id: Any) -> Any:
+        return LiveDeferral(self, super().get(id).id)
+
+
 @pytest.fixture(params=sorted(MUTANTS))
 def mutated_book(request: pytest.FixtureRequest) -> type[impl.Book]:
     return MUTANTS[request.param]

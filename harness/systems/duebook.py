@@ -107,7 +107,7 @@ CALLER_EDITS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("id", lambda v: v + 1000),
     ("owner", lambda v: f"{v}~edited"),
     ("due_at", lambda v: v - 1),
-    ("expires_at", lambda v: v + 1),
+    ("expires_at", lambda v: v - 1),
 )
 
 
