@@ -322,6 +322,27 @@ def test_tick_fires_in_timeout_kind_id_order_until_nothing_is_due(lean: Schedule
     assert all(t["timeout"] > T0 + 2 * MIN for t in lean.observe()["promiseTimeouts"] + lean.observe()["scheduleTimeouts"])
 
 
+def test_schedules_sharing_a_template_collide_and_the_first_creator_wins(either: ScheduleServer) -> None:
+    state = model.new_state(model.Config(profile=either.profile))
+    steps = [("schedule.create", {"id": sid, "cron": "*/5 * * * *", "promiseId": "tick-{{.timestamp}}",
+                                  "promiseTimeout": HOUR, "promiseParam": EMPTY, "promiseTags": tags}, T0)
+             for sid, tags in (("a", TARGET), ("b", TIMER))]
+    steps += [("schedule.timeout", {"id": "b"}, T0 + 12 * MIN), ("tick", {}, T0 + DAY)]
+    for op, args, now in steps:
+        assert comparable(either.handle(op, args, now)) == comparable(model.step(state, op, args, now))
+    assert either.observe() == model.observe(state)
+    fired_by_b = [p for p in either.observe()["promises"] if int(p["id"][5:]) <= T0 + 10 * MIN]
+    assert [p["tags"] for p in fired_by_b] == [TIMER] * 2  # b fired first; a later found them there
+
+
+def test_due_timeouts_are_found_through_their_index(lean: ScheduleServer) -> None:
+    db = lean.store.db
+    for query in ("SELECT id FROM promise_timeouts WHERE timeout <= 5 ORDER BY timeout, id",
+                  "SELECT timeout, id FROM schedule_timeouts WHERE timeout <= 5 ORDER BY timeout, id LIMIT 1"):
+        plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + query))
+        assert "USING COVERING INDEX" in plan and "_due" in plan, plan
+
+
 # --- atomicity -----------------------------------------------------------------------------
 
 def test_a_failure_mid_catch_up_leaves_the_store_exactly_as_before(lean: ScheduleServer,
