@@ -335,6 +335,23 @@ def test_schedules_sharing_a_template_collide_and_the_first_creator_wins(either:
     assert [p["tags"] for p in fired_by_b] == [TIMER] * 2  # b fired first; a later found them there
 
 
+def test_unusual_strings_round_trip_and_order_by_code_point_as_the_model() -> None:
+    """NUL, non-ASCII and astral characters: SQLite orders UTF-8 bytes, which is code-point order."""
+    state, server = model.new_state(), ScheduleServer()
+    tags = {"resonate:timer": "true", "resonate:target": "a\x00b"}
+    steps: list[tuple[str, dict[str, Any], int]] = [
+        ("promise.create", {"id": id, "timeoutAt": T0 + 5, "param": {"headers": {"\x00k": "v\x00"}, "data": "\x00"},
+                            "tags": tags}, T0)
+        for id in ("a\x00b", "a\x00a", "a", "\x00", "é", "\uffff", "\U0001f600")]
+    steps += [("schedule.create", {"id": "x\x00y", "cron": "* * * * *", "promiseId": "{{.id}}\x00{{.timestamp}}",
+                                   "promiseTimeout": 7, "promiseParam": EMPTY, "promiseTags": TARGET}, T0),
+              ("tick", {}, T0 + 3 * MIN)]
+    for op, args, now in steps:
+        assert server.handle(op, args, now) == model.step(state, op, args, now)
+    assert server.observe() == model.observe(state)
+    server.close()
+
+
 def test_due_timeouts_are_found_through_their_index(lean: ScheduleServer) -> None:
     db = lean.store.db
     for query in ("SELECT id FROM promise_timeouts WHERE timeout <= 5 ORDER BY timeout, id",
