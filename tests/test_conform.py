@@ -147,3 +147,14 @@ def test_progress_speaks_at_most_every_interval_and_when_shrinking_starts(
     assert [line.split(":")[0].strip() for line in lines] == [
         "... running", "... failing run found, shrinking it", "... failing run found, shrinking it"]
     assert "6 runs" in lines[0] and "7 runs" in lines[1] and "12 runs" in lines[2]
+
+
+def test_every_profile_is_one_junit_testcase(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "junit.xml"
+    code = main(["conform", "schedules", "--target", "model", "--profile", "all", "--examples", "5",
+                 "--steps", "10", "--progress", "0", "--no-coverage", "--junit", str(junit)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    names = [case.get("name") for case in ElementTree.parse(junit).getroot().iter("testcase")]
+    assert names == ["schedules[lean] seed=0 target=model", "schedules[server] seed=0 target=model"]
+    assert out.count("HOLDS: schedules") == 2
