@@ -22,7 +22,7 @@ from duespec import targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
 from duespec.lockstep import describe_divergence, state_diff
 from duespec.systems import System, get_system
-from duespec.target import Json, Target, TargetFactory, comparable
+from duespec.target import Json, Target, TargetFactory, comparable, responses_agree, same_json
 from duespec.traces import TraceError, TraceHeader, read_trace
 
 @dataclass
@@ -120,14 +120,14 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
         expected = recorded
         if oracle is not None:
             answer = _attempt(lambda: oracle.step(op, args, now), step, "the model raised")
-            if recorded is not None and comparable(answer) != comparable(recorded):
+            if recorded is not None and not responses_agree(recorded, answer):
                 raise _Diverged(step, "the model no longer gives the recorded result, so the trace "
                                       "does not follow the current spec:\n"
                                 + _indent(describe_divergence(step, "response", comparable(recorded),
                                                               comparable(answer))))
             expected = answer
         actual = _attempt(lambda: subject.step(op, args, now), step, "the target raised")
-        if expected is not None and comparable(expected) != comparable(actual):
+        if expected is not None and not responses_agree(expected, actual):
             text = describe_divergence(step, "response", comparable(expected), comparable(actual))
             if oracle is not None:
                 lines = state_diff(oracle.observe(), _attempt(subject.observe, step, "observe raised"))
@@ -137,11 +137,11 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
         counts.responses_compared += expected is not None
         if oracle is not None or "state" in step:
             want = oracle.observe() if oracle is not None else step["state"]
-            if "state" in step and step["state"] != want:
+            if "state" in step and not same_json(step["state"], want):
                 raise _Diverged(step, "the model's state differs from the state recorded in the trace:\n"
                                 + _indent(describe_divergence(step, "state", step["state"], want)))
             have = _attempt(subject.observe, step, "the target's observe() raised")
-            if want != have:
+            if not same_json(want, have):
                 raise _Diverged(step, describe_divergence(step, "state", want, have))
             counts.states_compared += 1
         taken += 1

@@ -41,6 +41,24 @@ class TargetError(Exception):
     Distinct from a divergence: a divergence is a wrong answer, this is no answer."""
 
 
+def same_json(a: Json, b: Json) -> bool:
+    """JSON equality that tells 1 from 1.0 and from true, unlike Python's ==.
+
+    A target in another language that answers `"next_id": 2.0` or `true` for `1` is wrong,
+    and the comparison must say so."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def responses_agree(expected: dict[str, Json], actual: dict[str, Json]) -> bool:
+    return same_json(comparable(expected), comparable(actual))
+
+
 def comparable(response: dict[str, Json]) -> dict[str, Json]:
     """The part of a response that must agree between oracle and target."""
     return {k: v for k, v in response.items() if k not in PROSE_KEYS}

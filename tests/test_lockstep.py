@@ -1,0 +1,56 @@
+"""The lockstep comparison is JSON-strict: 1, 1.0 and true are three different answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from duespec.campaign import run_campaign
+from duespec.lockstep import state_diff
+from duespec.systems import get_system
+from duespec.target import same_json
+
+
+@pytest.mark.parametrize("a, b", [(1, 1.0), (1, True), (0, False), ({"x": 1}, {"x": 1.0}),
+                                  ([1, 2], [1, 2.0]), ({"x": 1}, {"x": 1, "y": None}),
+                                  (None, 0), ("1", 1)])
+def test_values_python_calls_equal_are_different_json(a: Any, b: Any) -> None:
+    assert not same_json(a, b)
+    assert not same_json(b, a)
+
+
+@pytest.mark.parametrize("value", [0, -3, 2**63 - 1, 1.5, True, None, "s", [], {},
+                                   {"a": [1, {"b": None}]}])
+def test_a_value_is_the_same_json_as_itself(value: Any) -> None:
+    assert same_json(value, value)
+
+
+def test_state_diff_names_a_type_difference() -> None:
+    assert state_diff({"next_id": 2}, {"next_id": 2.0}) == ["$.next_id: expected 2, actual 2.0"]
+
+
+class FloatCounter:
+    """A duebook whose state reports the id counter as a float, as a sloppy port might."""
+
+    def __init__(self) -> None:
+        self.inner = get_system("duebook").model()
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+
+    def step(self, op: str, args: dict[str, Any], now: int) -> dict[str, Any]:
+        return self.inner.step(op, args, now)
+
+    def observe(self) -> dict[str, Any]:
+        state = self.inner.observe()
+        return {**state, "next_id": float(state["next_id"])}
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_float_counter_is_caught_by_the_campaign() -> None:
+    result = run_campaign(get_system("duebook"), FloatCounter, examples=20)
+    assert not result.ok
+    assert "next_id" in (result.failure or "")
