@@ -145,7 +145,10 @@ INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None)
 PROMISE_IDS = ("p1", "p2", "nightly.1")
 
 #: Most catch-up occurrences one clock move may owe, over all schedules: bounds a step's work.
-MAX_OWED_PER_JUMP = 200
+MAX_OWED_PER_JUMP = 120
+#: Promises a run may accumulate before the clock stops short of further ticks: every step
+#: observes and compares the whole state, so this bounds a run's work.
+MAX_PROMISES_PER_RUN = 240
 
 
 @st.composite
@@ -193,19 +196,21 @@ class SchedulesMachine(LockstepMachine):
         return [t["id"] for t in self.state[kind] if t["timeout"] <= self.now]
 
     def move_clock(self, to: int) -> None:
-        """Forward only, and never so far that the schedules owe more than MAX_OWED_PER_JUMP
-        occurrences: then the clock stops just before the first occurrence over the bound."""
+        """Forward only, and never so far that the schedules owe more occurrences than
+        MAX_OWED_PER_JUMP (or than MAX_PROMISES_PER_RUN leaves room for): then the clock
+        stops just before the first occurrence over the bound."""
         to = min(max(to, self.now), MAX_TIME)
+        budget = max(0, min(MAX_OWED_PER_JUMP, MAX_PROMISES_PER_RUN - len(self.state["promises"])))
         owed: list[int] = []
         for s in self.schedules():
             t = s["nextRunAt"]
-            for _ in range(MAX_OWED_PER_JUMP + 1):
+            for _ in range(budget + 1):
                 if t > to:
                     break
                 owed.append(t)
                 t = next_run(s["cron"], t)
-        if len(owed) > MAX_OWED_PER_JUMP:
-            to = max(self.now, sorted(owed)[MAX_OWED_PER_JUMP] - 1)
+        if len(owed) > budget:
+            to = max(self.now, sorted(owed)[budget] - 1)
         self.now = to
 
     @initialize(start=st.sampled_from(STARTS))
