@@ -206,14 +206,20 @@ class Headroom:
 
 @dataclass(frozen=True)
 class OpenId:
-    """The index-th open deferral, by id (the next id, not yet open, when none is)."""
+    """The index-th newest open deferral (the next id, not yet open, when none is)."""
 
     index: int
 
 
 @dataclass(frozen=True)
+class FocusId:
+    """The deferral whose window edge the clock last reached, so that the op right after
+    a clock_reaches probes that very edge (an open id when it is gone)."""
+
+
+@dataclass(frozen=True)
 class ConsumedId:
-    """An id the book allocated and has since consumed (the next id until one exists)."""
+    """The index-th newest id the book has consumed (the next id until one exists)."""
 
     index: int
 
@@ -228,11 +234,13 @@ OUT_OF_INT64 = (INT64_MAX + 1, INT64_MIN - 1)
 
 OWNERS = mostly(st.sampled_from(("alice", "bob", "carol")),
                 st.sampled_from(("", None, 7, ["alice"])), one_in=10)
-DURATIONS = mostly(
-    st.integers(0, 9),
-    st.one_of(st.builds(Headroom, st.sampled_from((-1, 0, 1))),
-              st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS))),
-    one_in=6)
+#: Delays and ttls, uniformly: 0 (due now; for a ttl, never expires) as often as any
+#: other, and some windows long enough for several deferrals to be claimable at once.
+DELAYS = st.sampled_from((0, 1, 2, 3, 5, 8))
+TTLS = st.sampled_from((0, 1, 2, 5, 50, 1000))
+#: Durations past int64, exactly at its edge, and not durations at all.
+ODD_DURATIONS = st.one_of(st.builds(Headroom, st.sampled_from((-1, 0, 1))),
+                          st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)))
 LIMITS = mostly(st.integers(0, 5), st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)),
                 one_in=8)
 STRANGER_IDS = st.one_of(
@@ -264,8 +272,9 @@ class DuebookMachine(LockstepMachine):
 
     system = "duebook"
     ids = Bundle("ids")
-    #: Mostly an open deferral; else any scheduled id, or a stranger.
-    ID_PICKS = mostly(st.builds(OpenId, st.integers(0, 3)), st.one_of(ids, STRANGER_IDS), one_in=3)
+    #: Mostly the focused or another open deferral; else any scheduled id, or a stranger.
+    ID_PICKS = mostly(st.one_of(st.just(FocusId()), st.builds(OpenId, st.integers(0, 3))),
+                      st.one_of(ids, STRANGER_IDS), one_in=3)
 
     def __init__(self) -> None:
         super().__init__()
@@ -274,6 +283,8 @@ class DuebookMachine(LockstepMachine):
         self.misread: int | None = None
         self.next_id = 1
         self.consumed: list[int] = []
+        #: The id whose window edge the clock last reached.
+        self.focus: int | None = None
         self.state = self.oracle.observe()
         #: (state before, step, state after) of the latest op.
         self.transition: tuple[dict[str, Json], dict[str, Json], dict[str, Json]] | None = None
@@ -288,11 +299,15 @@ class DuebookMachine(LockstepMachine):
         return response
 
     def an_id(self, pick: Any) -> Json:
-        if isinstance(pick, OpenId):
-            open_ids = [d["id"] for d in self.state["open"]]
-            return open_ids[pick.index % len(open_ids)] if open_ids else self.next_id
+        open_ids = [d["id"] for d in self.state["open"]]
+        if isinstance(pick, FocusId) and self.focus in open_ids:
+            return self.focus
+        # Index 0 is the newest, so a shrunk run can drop whatever came before it.
+        if isinstance(pick, (FocusId, OpenId)):
+            index = pick.index if isinstance(pick, OpenId) else 0
+            return open_ids[-1 - index % len(open_ids)] if open_ids else self.next_id
         if isinstance(pick, ConsumedId):
-            return self.consumed[pick.index % len(self.consumed)] if self.consumed else self.next_id
+            return self.consumed[-1 - pick.index % len(self.consumed)] if self.consumed else self.next_id
         if isinstance(pick, UpcomingId):
             return self.next_id
         return pick
@@ -308,11 +323,14 @@ class DuebookMachine(LockstepMachine):
     # --- the protocol ---
 
     @initialize(target=ids, owner=st.sampled_from(("alice", "bob", "carol")),
-                delay=st.integers(0, 4), ttl=st.integers(0, 4))
-    def first_schedule(self, owner: str, delay: int, ttl: int) -> Any:
+                delay=DELAYS, ttl=mostly(TTLS, st.builds(Headroom, st.sampled_from((-1, 0))), one_in=6))
+    def first_schedule(self, owner: str, delay: int, ttl: int | Headroom) -> Any:
+        """Always valid, so the ids bundle is never empty; it may end at int64 max, so a
+        shrunk counterexample needs no second schedule to reach the end of time."""
         return self.schedule(owner, delay, ttl)
 
-    @rule(target=ids, owner=OWNERS, delay=DURATIONS, ttl=DURATIONS)
+    @rule(target=ids, owner=OWNERS, delay=mostly(DELAYS, ODD_DURATIONS, one_in=6),
+          ttl=mostly(TTLS, ODD_DURATIONS, one_in=6))
     def schedule(self, owner: Json, delay: Json, ttl: Json) -> Any:
         if isinstance(delay, Headroom):
             delay = delay.at(self.now)
@@ -349,6 +367,21 @@ class DuebookMachine(LockstepMachine):
     def expirable(self, limit: Json) -> None:
         self.act("expirable", {"limit": limit})
 
+    @precondition(has_open)
+    @rule(limit=LIMITS)
+    def keeper_wakes_when_all_are_due(self, limit: Json) -> None:
+        """A keeper sleeps until the last open deferral is due and lists its work: the
+        instant the listing is longest, so its order and its limit matter most."""
+        self.now = max(d["due_at"] for d in self.state["open"])
+        self.claimable(limit)
+
+    @precondition(has_open)
+    @rule(limit=LIMITS)
+    def janitor_wakes_when_all_have_expired(self, limit: Json) -> None:
+        """The same for expiry: at the last open expires_at, every expiring one is late."""
+        self.now = max(d["expires_at"] for d in self.state["open"])
+        self.expirable(limit)
+
     # --- the clock ---
 
     @rule(ticks=st.integers(0, 5))
@@ -359,7 +392,8 @@ class DuebookMachine(LockstepMachine):
     @rule(which=st.integers(0, 3), edge=st.sampled_from(EDGES))
     def clock_reaches(self, which: int, edge: str) -> None:
         """To an edge of an open deferral's window, where off-by-one bugs live."""
-        deferral = self.state["open"][which % len(self.state["open"])]
+        deferral = self.state["open"][-1 - which % len(self.state["open"])]
+        self.focus = deferral["id"]
         self.now = {
             "due_at - 1": max(deferral["due_at"] - 1, 0),
             "due_at": deferral["due_at"],
