@@ -10,7 +10,7 @@ from duespec.systems import get_system
 from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget, config_of
 
 #: Small enough for `make test`; `duespec check schedules` runs the full default budget.
-EXAMPLES, STEPS = 60, 50
+EXAMPLES, STEPS = 150, 50
 
 
 @pytest.mark.parametrize("profile", SYSTEM.profiles)

@@ -145,21 +145,17 @@ INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None)
 PROMISE_IDS = ("p1", "p2", "nightly.1")
 
 #: Most catch-up occurrences one clock move may owe, over all schedules: bounds a step's work.
-MAX_OWED_PER_JUMP = 120
+MAX_OWED_PER_JUMP = 60
 #: Promises a run may accumulate before the clock stops short of further ticks: every step
 #: observes and compares the whole state, so this bounds a run's work.
-MAX_PROMISES_PER_RUN = 240
-
-
-@st.composite
-def mostly(draw: st.DrawFn, common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any],
-           one_in: int) -> Any:
-    """`rare` about once in `one_in` draws; shrinks towards `common`."""
-    return draw(rare if draw(st.integers(0, one_in - 1)) == one_in - 1 else common)
+MAX_PROMISES_PER_RUN = 150
 
 
 def pool(common: tuple[Any, ...], invalid: tuple[Any, ...], one_in: int = 30) -> st.SearchStrategy[Any]:
-    return mostly(st.sampled_from(common), st.sampled_from(invalid), one_in)
+    """An invalid value about once in `one_in` draws, as one choice that shrinks to common[0]:
+    the common values are repeated so that they outweigh the invalid ones."""
+    repeat = max(1, round((one_in - 1) * len(invalid) / len(common)))
+    return st.sampled_from(common * repeat + invalid)
 
 
 class SchedulesMachine(LockstepMachine):
@@ -264,10 +260,16 @@ class SchedulesMachine(LockstepMachine):
                                     "timeoutAt": max(self.now + timeout, 0),
                                     "param": PARAMS[0], "tags": tags})
 
-    @rule(id=st.sampled_from(PROMISE_IDS), pick=st.integers(0, 30), known=st.booleans())
-    def get_promise(self, id: str, pick: int, known: bool) -> None:
+    @rule(which=st.sampled_from(("known", "pending", "overdue", "named")),
+          id=st.sampled_from(PROMISE_IDS), pick=st.integers(0, 30))
+    def get_promise(self, which: str, id: str, pick: int) -> None:
+        """A promise that exists; one pending; one still pending past its timeout (read
+        projected); or a name from the pool."""
         promises = self.state["promises"]
-        if known and promises:
+        if which in ("pending", "overdue"):
+            promises = [p for p in promises if p["state"] == "pending"
+                        and (p["timeoutAt"] <= self.now) == (which == "overdue")]
+        if which != "named" and promises:
             id = promises[pick % len(promises)]["id"]
         self.act("promise.get", {"id": id})
 
