@@ -3,9 +3,12 @@ profiles, and a campaign reaches every required spec branch."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from duespec.campaign import run_campaign
+from duespec.spec import schedules_properties as spec
 from duespec.systems import get_system
 from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget, config_of
 
@@ -52,3 +55,64 @@ def test_a_bad_config_is_refused_by_both_targets(config: dict[str, object]) -> N
     for target in (ModelTarget(), ImplTarget()):
         with pytest.raises(ValueError):
             target.reset(config)
+
+
+# --- the properties can fail: each rejects a transition with the bug it names ------------
+
+T0 = 1_735_689_600_000
+MIN = 60_000
+CREATE = {"id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}", "promiseTimeout": 0,
+          "promiseParam": {"headers": {}, "data": None},
+          "promiseTags": {"resonate:target": "poll://w"}}
+
+
+def transition(target: ModelTarget, op: str, args: dict, now: int) -> tuple[dict, dict, dict]:
+    before = copy.deepcopy(target.observe())
+    result = target.step(op, args, now)
+    return before, {"op": op, "args": args, "now": now, "result": result}, copy.deepcopy(target.observe())
+
+
+def fresh(profile: str = "lean") -> ModelTarget:
+    target = ModelTarget()
+    target.reset({"profile": profile})
+    return target
+
+
+def test_catch_up_property_rejects_a_skipped_tick() -> None:
+    target = fresh()
+    target.step("schedule.create", CREATE, T0)
+    before, step, after = transition(target, "schedule.timeout", {"id": "s"}, T0 + 3 * MIN)
+    assert spec.catch_up_is_chronological(before, step, after, "lean")
+    skipped = {**after, "promises": [p for p in after["promises"] if p["id"] != f"s.{T0 + 2 * MIN}"]}
+    assert not spec.catch_up_is_chronological(before, step, skipped, "lean")
+    wall_clock = {**after, "promises": [{**p, "timeoutAt": T0 + 3 * MIN} for p in after["promises"]]}
+    assert not spec.catch_up_is_chronological(before, step, wall_clock, "lean")
+    target = fresh()
+    target.step("schedule.create", {**CREATE, "promiseTimeout": 10 * MIN}, T0)
+    before, step, after = transition(target, "schedule.timeout", {"id": "s"}, T0 + 3 * MIN)
+    assert spec.catch_up_is_chronological(before, step, after, "lean")
+    assert not spec.catch_up_is_chronological(before, step, after, "server")  # created at cronTime
+
+
+def test_expired_at_creation_property_rejects_a_dispatch() -> None:
+    target = fresh()
+    target.step("schedule.create", CREATE, T0)
+    before, step, after = transition(target, "schedule.timeout", {"id": "s"}, T0 + MIN)
+    assert spec.expired_at_creation_dispatches_nothing(before, step, after, "lean")
+    dispatched = {**after, "outbox": [{"address": "poll://w",
+                                       "message": {"kind": "execute", "taskId": f"s.{T0 + MIN}", "version": 0}}]}
+    assert not spec.expired_at_creation_dispatches_nothing(before, step, dispatched, "lean")
+
+
+def test_delete_and_create_properties_reject_their_bugs() -> None:
+    target = fresh()
+    target.step("schedule.create", CREATE, T0)
+    before, step, after = transition(target, "schedule.delete", {"id": "s"}, T0)
+    assert spec.delete_disarms(before, step, after, "lean")
+    assert not spec.delete_disarms(before, step, {**after, "scheduleTimeouts": before["scheduleTimeouts"]}, "lean")
+    target.step("schedule.create", CREATE, T0)
+    before, step, after = transition(target, "schedule.create", {**CREATE, "cron": "0 * * * *"}, T0 + 1)
+    assert spec.create_is_idempotent(before, step, after, "lean")
+    overwritten = {**after, "schedules": [{**after["schedules"][0], "cron": "0 * * * *"}]}
+    assert not spec.create_is_idempotent(before, step, overwritten, "lean")
+    assert not spec.every_schedule_armed_at_next_run({**after, "scheduleTimeouts": []})
