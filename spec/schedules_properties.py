@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from duespec.coverage import reached
 from duespec.model.schedules.clock import next_run
 from duespec.model.schedules.expand import expand
 
@@ -49,12 +50,14 @@ def fired_schedules(step: Step) -> list[str]:
 
 def every_schedule_armed_at_next_run(state: State) -> bool:
     """SP-11: exactly one schedule timeout per schedule, at its nextRunAt; none for a gone one."""
+    reached("SP-11.state")
     armed = {t["id"]: t["timeout"] for t in state["scheduleTimeouts"]}
     return armed == {s["id"]: s["nextRunAt"] for s in state["schedules"]}
 
 
 def last_run_precedes_next_run(state: State) -> bool:
     """SP-12: a schedule's last fired tick is strictly before its next one."""
+    reached("SP-12.state")
     return all(s["lastRunAt"] is None or s["lastRunAt"] < s["nextRunAt"] for s in state["schedules"])
 
 
@@ -63,12 +66,18 @@ def last_run_precedes_next_run(state: State) -> bool:
 
 def rejected_request_changes_nothing(before: State, step: Step, after: State, profile: str) -> bool:
     """SP-09: a 400 (checked before any lookup) leaves the whole state as it was."""
-    return step["result"].get("status") != 400 or before == after
+    if step["result"].get("status") != 400:
+        return True
+    reached("SP-09.rejected")
+    return before == after
 
 
 def reads_change_nothing(before: State, step: Step, after: State, profile: str) -> bool:
     """SP-10: get, search and promise.get (projection included) never write."""
-    return step["op"] not in READ_ONLY_OPS or before == after
+    if step["op"] not in READ_ONLY_OPS:
+        return True
+    reached("SP-10.read")
+    return before == after
 
 
 def create_is_idempotent(before: State, step: Step, after: State, profile: str) -> bool:
@@ -78,6 +87,7 @@ def create_is_idempotent(before: State, step: Step, after: State, profile: str) 
     stored = _by_id(before["schedules"]).get(step["args"]["id"])
     if stored is None:
         return True
+    reached("SP-03.duplicate")
     return step["result"]["schedule"] == stored and before == after
 
 
@@ -92,6 +102,7 @@ def create_arms_first_tick(before: State, step: Step, after: State, profile: str
                 "promiseTimeout": args["promiseTimeout"], "promiseParam": args["promiseParam"],
                 "promiseTags": args["promiseTags"], "nextRunAt": next_run(args["cron"], now),
                 "lastRunAt": None, "createdAt": now}
+    reached("SP-03.new")
     armed = {"id": args["id"], "timeout": expected["nextRunAt"]}
     return step["result"]["schedule"] == expected and after == {
         **before,
@@ -105,6 +116,7 @@ def delete_disarms(before: State, step: Step, after: State, profile: str) -> boo
     if step["op"] != "schedule.delete" or step["result"].get("status") not in (200, 404):
         return True
     id = step["args"]["id"]
+    reached("SP-04.delete")
     if step["result"]["status"] == 404:
         return id not in _by_id(before["schedules"]) and before == after
     return after == {**before,
@@ -116,7 +128,10 @@ def firing_a_missing_schedule_changes_nothing(before: State, step: Step, after: 
     """SP-05: the timeout of a deleted (or never created) schedule is a no-op."""
     if step["op"] != "schedule.timeout" or step["result"].get("status") != 200:
         return True
-    return step["args"]["id"] in _by_id(before["schedules"]) or before == after
+    if step["args"]["id"] in _by_id(before["schedules"]):
+        return True
+    reached("SP-05.missing_schedule_fired")
+    return before == after
 
 
 def refiring_a_fired_tick_changes_nothing(before: State, step: Step, after: State, profile: str) -> bool:
@@ -124,7 +139,10 @@ def refiring_a_fired_tick_changes_nothing(before: State, step: Step, after: Stat
     if step["op"] != "schedule.timeout" or step["result"].get("status") != 200:
         return True
     s = _by_id(before["schedules"]).get(step["args"]["id"])
-    return s is None or s["nextRunAt"] <= step["now"] or before == after
+    if s is None or s["nextRunAt"] <= step["now"]:
+        return True
+    reached("SP-07.refired")
+    return before == after
 
 
 def catch_up_is_chronological(before: State, step: Step, after: State, profile: str) -> bool:
@@ -146,6 +164,7 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
         if s is None:
             continue
         ticks = occurrences(s, now)
+        reached("SP-01.fired")
         fired = schedules_after.get(id)
         expected_last = ticks[-1] if ticks else s["lastRunAt"]
         expected_next = next_run(s["cron"], ticks[-1]) if ticks else s["nextRunAt"]
@@ -175,6 +194,7 @@ def firing_leaves_nothing_due(before: State, step: Step, after: State, profile: 
     if step["op"] != "tick" or step["result"].get("status") != 200:
         return True
     now = step["now"]
+    reached("SP-02.tick")
     return (all(t["timeout"] > now for t in after["scheduleTimeouts"])
             and all(t["timeout"] > now for t in after["promiseTimeouts"])
             and all(s["nextRunAt"] > now for s in after["schedules"]))
@@ -187,6 +207,7 @@ def occurrence_ids_unique(before: State, step: Step, after: State, profile: str)
         if s is None:
             continue
         ticks = occurrences(s, step["now"])
+        reached("SP-06.fired")
         if len({expand(s["promiseId"], s["id"], t) for t in ticks}) != len(ticks):
             return False
     return True
@@ -203,6 +224,7 @@ def expired_at_creation_dispatches_nothing(before: State, step: Step, after: Sta
     for p in after["promises"]:
         if p["id"] in promises_before or p["createdAt"] != p["timeoutAt"]:
             continue
+        reached("SP-08.expired_at_creation")
         timer = p["tags"].get("resonate:timer") == "true"
         if p["state"] != ("resolved" if timer else "rejected_timedout") or p["settledAt"] != p["timeoutAt"]:
             return False

@@ -351,8 +351,8 @@ class SchedulesMachine(LockstepMachine):
 
 #: Branches every default campaign reaches in both profiles (checked by
 #: tests/test_schedules_machine.py). Not required: R-00.* and TO-01 callbacks/listeners
-#: (nothing in this API registers them), TO-03.absent through tick (unreachable: delete
-#: disarms), X-03.unknown_op beyond the garbage rule's reach.
+#: (nothing in this API registers them), X-04 (the end of time: unit-tested), X-05's tags
+#: (one per profile).
 REQUIRED_TAGS = frozenset({
     "S-01.absent", "S-01.found",
     "S-02.created", "S-02.exists", "S-02.invalid",
@@ -366,6 +366,11 @@ REQUIRED_TAGS = frozenset({
     "TO-02.occurrence", "TO-02.caught_up",
     "TO-03.absent", "TO-03.fired",
     "ENV-01.promise", "ENV-01.schedule", "ENV-01.idle", "ENV-01.invalid",
+    "X-01.first_after_now", "X-01.next_after_cron_time", "X-02.expanded", "X-03.unknown_op",
+    # every property checked on a step where it says something (not vacuously)
+    "SP-01.fired", "SP-02.tick", "SP-03.duplicate", "SP-03.new", "SP-04.delete",
+    "SP-05.missing_schedule_fired", "SP-06.fired", "SP-07.refired", "SP-08.expired_at_creation",
+    "SP-09.rejected", "SP-10.read", "SP-11.state", "SP-12.state",
 })
 
 SYSTEM = System(

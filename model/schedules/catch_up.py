@@ -31,6 +31,7 @@ def catch_up(state: ServerState, now: int, s: Schedule) -> Schedule:
         promise_create(state, PromiseCreateReq(
             id=promise_id, timeout_at=cron_time + s.promise_timeout,
             param=s.promise_param, tags=s.promise_tags), create_now)
+        reached("X-01.next_after_cron_time")
         s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, cron_time))
     if s.next_run_at == NEVER:
         reached("X-04.end_of_time")

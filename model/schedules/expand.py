@@ -7,9 +7,12 @@ ids (the injectivity argument is in spec/schedules.md)."""
 
 from __future__ import annotations
 
+from duespec.coverage import reached
+
 ID_PLACEHOLDER = "{{.id}}"
 TIMESTAMP_PLACEHOLDER = "{{.timestamp}}"
 
 
 def expand(template: str, id: str, timestamp: int) -> str:
+    reached("X-02.expanded")
     return template.replace(ID_PLACEHOLDER, id).replace(TIMESTAMP_PLACEHOLDER, str(timestamp))

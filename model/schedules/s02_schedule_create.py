@@ -14,6 +14,7 @@ def schedule_create(state: ServerState, req: ScheduleCreateReq, now: int) -> Res
         reached("S-02.exists")
         return Res(200, schedule=existing)
     reached("S-02.created")
+    reached("X-01.first_after_now")
     s = Schedule(
         id=req.id, cron=req.cron, promise_id=req.promise_id,
         promise_timeout=req.promise_timeout, promise_param=req.promise_param,
