@@ -176,11 +176,12 @@ class SchedulesMachine(LockstepMachine):
         response = self.call(op, args, self.now)
         self.state = after = self.oracle.observe()
         for prop in spec.TRANSITION_PROPERTIES:
-            assert prop(before, self.steps[-1], after, self.profile), (
-                f"{prop.__name__} broken: {(prop.__doc__ or '').splitlines()[0]}\n"
-                f"  step {self.steps[-1]['op']} {self.steps[-1]['args']} at now={self.now}: "
-                f"{self.steps[-1]['result']}\n  changes:\n    "
-                + "\n    ".join(state_diff(before, after)[:20]))
+            if not prop(before, self.steps[-1], after, self.profile):
+                raise AssertionError(
+                    f"{prop.__name__} broken: {(prop.__doc__ or '').splitlines()[0]}\n"
+                    f"  step {self.steps[-1]['op']} {self.steps[-1]['args']} at now={self.now}: "
+                    f"{self.steps[-1]['result']}\n  changes:\n    "
+                    + "\n    ".join(state_diff(before, after)[:20]))
         return response
 
     # --- views of the oracle's state ---
@@ -346,7 +347,8 @@ class SchedulesMachine(LockstepMachine):
     @invariant()
     def state_invariants_hold(self) -> None:
         for holds in spec.STATE_INVARIANTS:
-            assert holds(self.state), f"{holds.__name__} broken: {(holds.__doc__ or '').splitlines()[0]}"
+            if not holds(self.state):
+                raise AssertionError(f"{holds.__name__} broken: {(holds.__doc__ or '').splitlines()[0]}")
 
 
 #: Branches every default campaign reaches in both profiles (checked by
