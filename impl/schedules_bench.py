@@ -53,10 +53,11 @@ def one_at_a_time(server: ScheduleServer, count: int) -> tuple[float, float]:
 
 def figures(quick: bool) -> list[Figure]:
     minutes = 30 * 1440 if quick else 365 * 1440
-    naive_count = 2_000 if quick else 20_000
     result: list[Figure] = []
     with tempfile.TemporaryDirectory() as folder:
-        for where, path in (("in memory", ":memory:"), ("file, WAL", os.path.join(folder, "s.db"))):
+        # On a file each one-at-a-time call waits for its own fsync: fewer of them suffice.
+        for where, path, naive_count in (("in memory", ":memory:", 2_000 if quick else 20_000),
+                                         ("file, WAL", os.path.join(folder, "s.db"), 200 if quick else 2_000)):
             server = ScheduleServer(path)
             catch_up_s, catch_up_cpu_s, tick_s = outage(server, minutes)
             server.close()
