@@ -46,7 +46,8 @@ class ScheduleServer:
         """Open (or create) the store at `path`; a file keeps the config it was created with."""
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-        if retry_timeout is not None and (type(retry_timeout) is not int or not 0 <= retry_timeout <= MAX_TIME):
+        if retry_timeout is not None and (type(retry_timeout) is not int
+                                          or not 0 <= retry_timeout <= MAX_TIME):
             raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
         self.store = Store(path)
         try:
@@ -140,7 +141,8 @@ class ScheduleServer:
         existing = self.store.get_promise(req.id)
         if existing is not None:
             return existing.seen_at(now)
-        self.store.create_promises([(req.id, req.timeout_at, now)], PromiseShape(req.param, req.tags, self.retry_timeout))
+        shape = PromiseShape(req.param, req.tags, self.retry_timeout)
+        self.store.create_promises([(req.id, req.timeout_at, now)], shape)
         created = self.store.get_promise(req.id)
         assert created is not None
         return created
@@ -201,7 +203,8 @@ class ScheduleServer:
             store.del_task_timeout(t.id)
         # Settlement scrub: nobody can be resumed by this promise any more.
         for awaiter in store.pending_awaiters_of(settled.id):
-            store.set_promise(replace(awaiter, callbacks=tuple(c for c in awaiter.callbacks if c != settled.id)))
+            remaining = tuple(c for c in awaiter.callbacks if c != settled.id)
+            store.set_promise(replace(awaiter, callbacks=remaining))
         for address in p.listeners:
             store.set_message(address, unblock_message(settled.record()))
         for awaiter_id in p.callbacks:
@@ -266,7 +269,8 @@ def _tick(server: ScheduleServer, args: dict[str, Json], now: int) -> dict[str, 
 
 
 ROUTES: dict[str, Route] = {
-    "schedule.create": lambda server, args, now: server.schedule_create(parse_schedule_create(args, now), now),
+    "schedule.create":
+        lambda server, args, now: server.schedule_create(parse_schedule_create(args, now), now),
     "schedule.get": lambda server, args, now: server.schedule_get(parse_id(args), now),
     "schedule.delete": lambda server, args, now: server.schedule_delete(parse_id(args), now),
     "schedule.search": _search,

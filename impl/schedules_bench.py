@@ -26,8 +26,9 @@ EMPTY = {"headers": {}, "data": None}
 def outage(server: ScheduleServer, minutes: int) -> tuple[float, float, float]:
     """Seconds to catch up `minutes` minutely ticks (and the CPU seconds of that), then
     seconds to time all their promises out."""
-    server.handle("schedule.create", {"id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
-                                      "promiseTimeout": 30_000, "promiseParam": EMPTY, "promiseTags": TARGET}, T0)
+    server.handle("schedule.create", {
+        "id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}", "promiseTimeout": 30_000,
+        "promiseParam": EMPTY, "promiseTags": TARGET}, T0)
     end = T0 + minutes * MIN
     started, cpu_started = time.perf_counter(), time.process_time()
     server.handle("schedule.timeout", {"id": "s"}, end)
@@ -56,8 +57,9 @@ def figures(quick: bool) -> list[Figure]:
     result: list[Figure] = []
     with tempfile.TemporaryDirectory() as folder:
         # On a file each one-at-a-time call waits for its own fsync: fewer of them suffice.
-        for where, path, naive_count in (("in memory", ":memory:", 2_000 if quick else 20_000),
-                                         ("file, WAL", os.path.join(folder, "s.db"), 200 if quick else 2_000)):
+        stores = (("in memory", ":memory:", 2_000 if quick else 20_000),
+                  ("file, WAL", os.path.join(folder, "s.db"), 200 if quick else 2_000))
+        for where, path, naive_count in stores:
             server = ScheduleServer(path)
             catch_up_s, catch_up_cpu_s, tick_s = outage(server, minutes)
             server.close()

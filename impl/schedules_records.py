@@ -181,7 +181,7 @@ def check_unicode(value: Json, where: str = "args") -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidRequest(f"{where} holds a lone surrogate, which is not Unicode text: {value!r}") from None
+            raise InvalidRequest(f"{where} holds a lone surrogate, not Unicode text: {value!r}") from None
     elif isinstance(value, dict):
         for key, item in value.items():
             check_unicode(key, where)
@@ -262,7 +262,8 @@ def parse_schedule_create(args: Json, now: int) -> ScheduleCreate:
     if not isinstance(template, str):
         raise InvalidRequest(f"promiseId must be a string, not {type(template).__name__}")
     if TIMESTAMP_PLACEHOLDER not in template:
-        raise InvalidRequest(f"promiseId must contain {TIMESTAMP_PLACEHOLDER} so every occurrence gets its own promise")
+        raise InvalidRequest(f"promiseId must contain {TIMESTAMP_PLACEHOLDER}, "
+                             "so every occurrence gets a promise of its own")
     return ScheduleCreate(
         id=schedule_id, cron=expr, promise_id=template,
         promise_timeout=check_time(args["promiseTimeout"], "promiseTimeout"),

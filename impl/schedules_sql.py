@@ -181,8 +181,8 @@ class Store:
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self.db.executescript(SCHEMA)
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, timeout_at INTEGER NOT NULL, "
-                        "now INTEGER NOT NULL) WITHOUT ROWID")
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
+                        "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
 
     def close(self) -> None:
         self.db.close()
@@ -211,7 +211,8 @@ class Store:
     # ---- promises ---------------------------------------------------------------------
 
     def get_promise(self, promise_id: str) -> Promise | None:
-        row = self.db.execute(f"SELECT {PROMISE_COLUMNS} FROM promises WHERE id = ?", (promise_id,)).fetchone()
+        row = self.db.execute(f"SELECT {PROMISE_COLUMNS} FROM promises WHERE id = ?",
+                              (promise_id,)).fetchone()
         return None if row is None else _promise(row)
 
     def set_promise(self, p: Promise) -> None:
@@ -228,11 +229,13 @@ class Store:
         db = self.db
         db.execute("DELETE FROM temp.creating")
         db.executemany("INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) VALUES (?, ?, ?)", requests)
-        db.execute("DELETE FROM temp.creating WHERE EXISTS (SELECT 1 FROM promises WHERE promises.id = creating.id)")
+        db.execute("DELETE FROM temp.creating "
+                   "WHERE EXISTS (SELECT 1 FROM promises WHERE promises.id = creating.id)")
         timer = is_timer(shape.tags)
         db.execute(
             f"INSERT INTO promises ({PROMISE_COLUMNS}) SELECT id, "
-            "CASE WHEN timeout_at > now THEN 'pending' ELSE :timed_out END, :param, :value, :tags, timeout_at, "
+            "CASE WHEN timeout_at > now THEN 'pending' ELSE :timed_out END, "
+            ":param, :value, :tags, timeout_at, "
             "CASE WHEN timeout_at > now THEN now ELSE timeout_at END, "
             "CASE WHEN timeout_at > now THEN NULL ELSE timeout_at END, '[]', '[]', :timer "
             "FROM temp.creating ORDER BY id",
@@ -266,8 +269,9 @@ class Store:
 
     def any_registrations(self) -> bool:
         """Whether any promise holds a callback or a listener."""
-        return self.db.execute(
-            "SELECT 1 FROM promises WHERE callbacks != '[]' OR listeners != '[]' LIMIT 1").fetchone() is not None
+        found = self.db.execute(
+            "SELECT 1 FROM promises WHERE callbacks != '[]' OR listeners != '[]' LIMIT 1").fetchone()
+        return found is not None
 
     # ---- tasks ------------------------------------------------------------------------
 
@@ -276,12 +280,14 @@ class Store:
         return None if row is None else _task(row)
 
     def set_task(self, t: Task) -> None:
-        self.db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", task_row(t))
+        self.db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                        task_row(t))
 
     # ---- schedules --------------------------------------------------------------------
 
     def get_schedule(self, schedule_id: str) -> Schedule | None:
-        row = self.db.execute(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = ?", (schedule_id,)).fetchone()
+        row = self.db.execute(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = ?",
+                              (schedule_id,)).fetchone()
         return None if row is None else _schedule(row)
 
     def set_schedule(self, s: Schedule) -> None:
@@ -296,7 +302,8 @@ class Store:
     # ---- timeouts ---------------------------------------------------------------------
 
     def set_promise_timeout(self, promise_id: str, timeout: int) -> None:
-        self.db.execute("INSERT OR REPLACE INTO promise_timeouts (id, timeout) VALUES (?, ?)", (promise_id, timeout))
+        self.db.execute("INSERT OR REPLACE INTO promise_timeouts (id, timeout) VALUES (?, ?)",
+                        (promise_id, timeout))
 
     def del_promise_timeout(self, promise_id: str) -> None:
         self.db.execute("DELETE FROM promise_timeouts WHERE id = ?", (promise_id,))
@@ -336,7 +343,8 @@ class Store:
         db.execute("DELETE FROM temp.firing")
         db.execute("INSERT INTO temp.firing (id) SELECT t.id FROM promise_timeouts AS t "
                    "JOIN promises AS p ON p.id = t.id WHERE t.timeout <= ? AND p.state = 'pending'", (bound,))
-        db.execute("UPDATE promises SET state = CASE timer WHEN 1 THEN 'resolved' ELSE 'rejected_timedout' END, "
+        db.execute("UPDATE promises "
+                   "SET state = CASE timer WHEN 1 THEN 'resolved' ELSE 'rejected_timedout' END, "
                    "settled_at = timeout_at, callbacks = '[]', listeners = '[]' "
                    "WHERE id IN (SELECT id FROM temp.firing)")
         db.execute("UPDATE tasks SET state = 'fulfilled', pid = NULL, ttl = NULL, resumes = '[]' "
@@ -353,7 +361,8 @@ class Store:
         else:
             columns = (None, None, dumps(message["promise"]))
         self.db.execute("INSERT OR REPLACE INTO outbox (key, address, kind, task_id, version, promise) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", (outbox_key(address, message), address, message["kind"], *columns))
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (outbox_key(address, message), address, message["kind"], *columns))
 
     # ---- observation ------------------------------------------------------------------
 
@@ -366,13 +375,17 @@ class Store:
                            key=lambda s: s.id)
         return {
             # Promises and tasks straight from their rows: they are most of a big state.
-            "promises": [{"id": i, "state": state, "param": json.loads(param), "value": json.loads(value),
-                          "tags": json.loads(tags), "timeoutAt": timeout_at, "createdAt": created_at,
-                          "settledAt": settled_at, "callbacks": _list(callbacks), "listeners": _list(listeners)}
-                         for i, state, param, value, tags, timeout_at, created_at, settled_at, callbacks, listeners
-                         in sorted(db.execute(f"SELECT {PROMISE_COLUMNS_SHOWN} FROM promises"))],
-            "tasks": [{"id": i, "state": state, "version": version, "resumes": _list(resumes), "ttl": ttl, "pid": pid}
-                      for i, state, version, resumes, ttl, pid in sorted(db.execute(f"SELECT {TASK_COLUMNS} FROM tasks"))],
+            "promises": [
+                {"id": i, "state": state, "param": json.loads(param), "value": json.loads(value),
+                 "tags": json.loads(tags), "timeoutAt": timeout_at, "createdAt": created_at,
+                 "settledAt": settled_at, "callbacks": _list(callbacks), "listeners": _list(listeners)}
+                for i, state, param, value, tags, timeout_at, created_at, settled_at, callbacks, listeners
+                in sorted(db.execute(f"SELECT {PROMISE_COLUMNS_SHOWN} FROM promises"))],
+            "tasks": [
+                {"id": i, "state": state, "version": version, "resumes": _list(resumes),
+                 "ttl": ttl, "pid": pid}
+                for i, state, version, resumes, ttl, pid
+                in sorted(db.execute(f"SELECT {TASK_COLUMNS} FROM tasks"))],
             "schedules": [s.to_json() for s in schedules],
             "promiseTimeouts": [{"id": i, "timeout": t} for i, t in
                                 sorted(db.execute("SELECT id, timeout FROM promise_timeouts"))],
@@ -380,7 +393,8 @@ class Store:
                              sorted(db.execute("SELECT id, kind, timeout FROM task_timeouts"))],
             "scheduleTimeouts": [{"id": i, "timeout": t} for i, t in
                                  sorted(db.execute("SELECT id, timeout FROM schedule_timeouts"))],
-            "outbox": [{"address": address, "message": _message(kind, task_id, version, promise)}
-                       for _, address, kind, task_id, version, promise in
-                       sorted(db.execute("SELECT key, address, kind, task_id, version, promise FROM outbox"))],
+            "outbox": [
+                {"address": address, "message": _message(kind, task_id, version, promise)}
+                for _, address, kind, task_id, version, promise in
+                sorted(db.execute("SELECT key, address, kind, task_id, version, promise FROM outbox"))],
         }

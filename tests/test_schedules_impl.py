@@ -46,12 +46,18 @@ def create_schedule(server: ScheduleServer, now: int, **overrides: Any) -> dict[
 
 def create_promise(server: ScheduleServer, now: int, id: str = "p", timeout_at: int | None = None,
                    tags: dict[str, str] | None = None) -> dict[str, Any]:
-    return server.handle("promise.create", {"id": id, "timeoutAt": now + MIN if timeout_at is None else timeout_at,
-                                            "param": EMPTY, "tags": tags or {}}, now)
+    timeout_at = now + MIN if timeout_at is None else timeout_at
+    return server.handle("promise.create", {"id": id, "timeoutAt": timeout_at, "param": EMPTY,
+                                            "tags": tags or {}}, now)
 
 
 def promises(server: ScheduleServer) -> dict[str, dict[str, Any]]:
     return {p["id"]: p for p in server.observe()["promises"]}
+
+
+def task(id: str, state: str) -> dict[str, Any]:
+    """A task as P-02 creates it: version 0, nothing buffered, no lease."""
+    return {"id": id, "state": state, "version": 0, "resumes": [], "ttl": None, "pid": None}
 
 
 def record(promise: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +78,8 @@ def test_schedule_create_arms_the_first_tick_strictly_after_now(lean: ScheduleSe
     assert state["promises"] == state["tasks"] == state["outbox"] == []
 
 
-def test_schedule_create_of_an_existing_id_answers_the_stored_one_and_changes_nothing(lean: ScheduleServer) -> None:
+def test_schedule_create_of_an_existing_id_answers_the_stored_one_and_changes_nothing(
+        lean: ScheduleServer) -> None:
     first = create_schedule(lean, T0)
     before = lean.observe()
     again = create_schedule(lean, T0 + 5 * MIN, cron="0 * * * *", promiseTimeout=0, promiseTags=TARGET)
@@ -121,13 +128,14 @@ def test_promise_create_with_target_dispatches_a_task(lean: ScheduleServer) -> N
     create_promise(lean, T0, tags=TARGET)
     state = lean.observe()
     assert state["promiseTimeouts"] == [{"id": "p", "timeout": T0 + MIN}]
-    assert state["tasks"] == [{"id": "p", "state": "pending", "version": 0, "resumes": [], "ttl": None, "pid": None}]
+    assert state["tasks"] == [task("p", "pending")]
     assert state["taskTimeouts"] == [{"id": "p", "kind": 0, "timeout": T0 + 5000}]
     assert state["outbox"] == [{"address": TARGET["resonate:target"],
                                 "message": {"kind": "execute", "taskId": "p", "version": 0}}]
 
 
-@pytest.mark.parametrize(("delay", "retry_at", "dispatched"), [(T0 + HOUR, T0 + HOUR, False), (T0, T0 + 5000, True)])
+@pytest.mark.parametrize(("delay", "retry_at", "dispatched"),
+                         [(T0 + HOUR, T0 + HOUR, False), (T0, T0 + 5000, True)])
 def test_promise_create_with_delay(lean: ScheduleServer, delay: int, retry_at: int, dispatched: bool) -> None:
     create_promise(lean, T0, timeout_at=T0 + DAY, tags={**TARGET, "resonate:delay": str(delay)})
     state = lean.observe()
@@ -141,9 +149,10 @@ def test_promise_expired_at_creation_is_settled_task_fulfilled_nothing_sent_noth
     response = create_promise(lean, T0, timeout_at=T0 - 10, tags=tags)
     expected_state = "resolved" if "resonate:timer" in tags else "rejected_timedout"
     assert response["promise"] == {"id": "p", "state": expected_state, "param": EMPTY, "value": EMPTY,
-                                   "tags": tags, "timeoutAt": T0 - 10, "createdAt": T0 - 10, "settledAt": T0 - 10}
+                                   "tags": tags, "timeoutAt": T0 - 10, "createdAt": T0 - 10,
+                                   "settledAt": T0 - 10}
     state = lean.observe()
-    assert state["tasks"] == [{"id": "p", "state": "fulfilled", "version": 0, "resumes": [], "ttl": None, "pid": None}]
+    assert state["tasks"] == [task("p", "fulfilled")]
     assert state["outbox"] == state["promiseTimeouts"] == state["taskTimeouts"] == []
 
 
@@ -185,11 +194,12 @@ def test_promise_timeout_unblocks_listeners_scrubs_and_resumes_awaiters(lean: Sc
     """No operation registers callbacks or listeners, so they are planted in the store."""
     store = lean.store
     with store.transaction():
-        store.set_promise(Promise("awaited", "pending", Value({}, None), Value({}, None), {}, T0 + MIN, T0, None,
+        nothing = Value({}, None)
+        store.set_promise(Promise("awaited", "pending", nothing, nothing, {}, T0 + MIN, T0, None,
                                   callbacks=("sleeper", "busy"), listeners=("poll://l1",)))
-        store.set_promise(Promise("sleeper", "pending", Value({}, None), Value({}, None), TARGET, T0 + DAY, T0, None,
+        store.set_promise(Promise("sleeper", "pending", nothing, nothing, TARGET, T0 + DAY, T0, None,
                                   callbacks=("awaited", "other")))
-        store.set_promise(Promise("busy", "pending", Value({}, None), Value({}, None), {}, T0 + DAY, T0, None))
+        store.set_promise(Promise("busy", "pending", nothing, nothing, {}, T0 + DAY, T0, None))
         store.set_task(Task("sleeper", "suspended", 3))
         store.set_task(Task("busy", "acquired", 1, resumes=("earlier",)))
         store.set_promise_timeout("awaited", T0 + MIN)
@@ -245,7 +255,8 @@ def test_lean_late_occurrence_is_created_pending_at_its_tick(lean: ScheduleServe
     assert len(state["outbox"]) == len(state["tasks"]) == len(state["promiseTimeouts"]) == 10
     assert {t["timeout"] for t in state["taskTimeouts"]} == {T0 + k * MIN + 5000 for k in range(1, 11)}
     fired = lean.handle("tick", {}, T0 + 10 * MIN)["fired"]
-    assert fired == [{"kind": "promise", "id": f"s.{T0 + k * MIN}"} for k in range(1, 10)]  # the 10th is not due
+    # The 10th is not due yet.
+    assert fired == [{"kind": "promise", "id": f"s.{T0 + k * MIN}"} for k in range(1, 10)]
 
 
 def test_server_late_occurrence_is_born_settled_with_no_dispatch() -> None:
@@ -257,7 +268,8 @@ def test_server_late_occurrence_is_born_settled_with_no_dispatch() -> None:
     by_id = {p["id"]: p for p in state["promises"]}
     for k in range(1, 10):  # timed out before the firing: settled, fulfilled, silent
         p = by_id[f"s.{T0 + k * MIN}"]
-        assert (p["state"], p["createdAt"], p["settledAt"]) == ("rejected_timedout", T0 + (k + 1) * MIN, T0 + (k + 1) * MIN)
+        at = T0 + (k + 1) * MIN
+        assert (p["state"], p["createdAt"], p["settledAt"]) == ("rejected_timedout", at, at)
     last = by_id[f"s.{T0 + 10 * MIN}"]
     assert (last["state"], last["createdAt"]) == ("pending", now)
     assert [e["message"]["taskId"] for e in state["outbox"]] == [last["id"]]
@@ -319,7 +331,8 @@ def test_tick_fires_in_timeout_kind_id_order_until_nothing_is_due(lean: Schedule
         {"kind": "promise", "id": "y"},
     ]
     assert lean.handle("tick", {}, T0 + 2 * MIN) == {"status": 200, "fired": []}
-    assert all(t["timeout"] > T0 + 2 * MIN for t in lean.observe()["promiseTimeouts"] + lean.observe()["scheduleTimeouts"])
+    state = lean.observe()
+    assert all(t["timeout"] > T0 + 2 * MIN for t in state["promiseTimeouts"] + state["scheduleTimeouts"])
 
 
 def test_schedules_sharing_a_template_collide_and_the_first_creator_wins(either: ScheduleServer) -> None:
@@ -340,11 +353,12 @@ def test_unusual_strings_round_trip_and_order_by_code_point_as_the_model() -> No
     state, server = model.new_state(), ScheduleServer()
     tags = {"resonate:timer": "true", "resonate:target": "a\x00b"}
     steps: list[tuple[str, dict[str, Any], int]] = [
-        ("promise.create", {"id": id, "timeoutAt": T0 + 5, "param": {"headers": {"\x00k": "v\x00"}, "data": "\x00"},
-                            "tags": tags}, T0)
+        ("promise.create", {"id": id, "timeoutAt": T0 + 5,
+                            "param": {"headers": {"\x00k": "v\x00"}, "data": "\x00"}, "tags": tags}, T0)
         for id in ("a\x00b", "a\x00a", "a", "\x00", "é", "\uffff", "\U0001f600")]
-    steps += [("schedule.create", {"id": "x\x00y", "cron": "* * * * *", "promiseId": "{{.id}}\x00{{.timestamp}}",
-                                   "promiseTimeout": 7, "promiseParam": EMPTY, "promiseTags": TARGET}, T0),
+    steps += [("schedule.create", {"id": "x\x00y", "cron": "* * * * *",
+                                   "promiseId": "{{.id}}\x00{{.timestamp}}", "promiseTimeout": 7,
+                                   "promiseParam": EMPTY, "promiseTags": TARGET}, T0),
               ("tick", {}, T0 + 3 * MIN)]
     for op, args, now in steps:
         assert server.handle(op, args, now) == model.step(state, op, args, now)
@@ -355,7 +369,7 @@ def test_unusual_strings_round_trip_and_order_by_code_point_as_the_model() -> No
 def test_due_timeouts_are_found_through_their_index(lean: ScheduleServer) -> None:
     db = lean.store.db
     for query in ("SELECT id FROM promise_timeouts WHERE timeout <= 5 ORDER BY timeout, id",
-                  "SELECT timeout, id FROM schedule_timeouts WHERE timeout <= 5 ORDER BY timeout, id LIMIT 1"):
+                  "SELECT timeout, id FROM schedule_timeouts WHERE timeout <= 5 ORDER BY timeout, id"):
         plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + query))
         assert "USING COVERING INDEX" in plan and "_due" in plan, plan
 
@@ -515,8 +529,9 @@ def test_an_invalid_now_is_400_for_every_op(lean: ScheduleServer, now: Any) -> N
 
 def scenario(tags: dict[str, str], promise_timeout: int) -> list[tuple[str, dict[str, Any], int]]:
     """Two schedules through a long outage, hand-made promises on tick ids, and ticks."""
-    schedule = {"cron": "17 * * * *", "promiseId": "{{.id}}.{{.timestamp}}", "promiseTimeout": promise_timeout,
-                "promiseParam": {"headers": {"h": "1"}, "data": "x"}, "promiseTags": tags}
+    schedule = {"cron": "17 * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+                "promiseTimeout": promise_timeout, "promiseParam": {"headers": {"h": "1"}, "data": "x"},
+                "promiseTags": tags}
     return [
         ("schedule.create", {"id": "hourly", **schedule}, T0),
         ("schedule.create", {"id": "six_hourly", **schedule, "cron": "0 */6 * * *"}, T0 + 1),
@@ -536,9 +551,11 @@ def scenario(tags: dict[str, str], promise_timeout: int) -> list[tuple[str, dict
 
 
 @pytest.mark.parametrize("profile", ["lean", "server"])
-@pytest.mark.parametrize(("tags", "promise_timeout"), [({}, 0), (TARGET, MIN), ({**TARGET, **TIMER}, DAY),
-                                                      ({**TARGET, "resonate:delay": str(T0 + 20 * DAY)}, 2 * DAY)])
-def test_whole_scenarios_agree_with_the_model(profile: str, tags: dict[str, str], promise_timeout: int) -> None:
+@pytest.mark.parametrize(("tags", "promise_timeout"), [
+    ({}, 0), (TARGET, MIN), ({**TARGET, **TIMER}, DAY),
+    ({**TARGET, "resonate:delay": str(T0 + 20 * DAY)}, 2 * DAY)])
+def test_whole_scenarios_agree_with_the_model(profile: str, tags: dict[str, str],
+                                              promise_timeout: int) -> None:
     state = model.new_state(model.Config(profile=profile))  # type: ignore[arg-type]
     server = ScheduleServer(profile=profile)  # type: ignore[arg-type]
     for op, args, now in scenario(tags, promise_timeout):
