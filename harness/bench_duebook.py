@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, rule, run_state_machine_as_test
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from duespec.bench import Figure, rate
 from duespec.campaign import run_campaign
@@ -122,8 +122,9 @@ def workload_figure(open_target: int, quick: bool) -> Figure:
 
 
 class BareDictMachine(RuleBasedStateMachine):
-    """As many rules as the duebook machine, each touching a plain dict once: the cost
-    of Hypothesis's own rule selection, drawing and shrink bookkeeping per step."""
+    """Shaped like the duebook machine (an initialize rule, nine rules that each count as a
+    step, four clock rules that do not), each touching a plain dict once: what Hypothesis
+    itself costs per step, rule selection, drawing and bookkeeping."""
 
     keys = Bundle("keys")
     taken = 0
@@ -137,6 +138,10 @@ class BareDictMachine(RuleBasedStateMachine):
 
     def count(self) -> None:
         type(self).taken += 1
+
+    @initialize(target=keys, value=st.integers(0, 4))
+    def first_put(self, value: int) -> int:
+        return self.put(value)
 
     @rule(target=keys, value=st.integers(0, 4))
     def put(self, value: int) -> int:
@@ -176,16 +181,30 @@ class BareDictMachine(RuleBasedStateMachine):
         self.count()
         self.listed = sorted(self.store)[-limit:]
 
-    @rule(ticks=st.integers(0, 3))
+    @rule(limit=st.integers(0, 5))
+    def first_after_the_last_key(self, limit: int) -> None:
+        self.now = self.next_key
+        self.first(limit)
+
+    @rule(limit=st.integers(0, 5))
+    def last_after_the_first_key(self, limit: int) -> None:
+        self.now = min(self.store, default=0)
+        self.last(limit)
+
+    @rule(ticks=st.integers(0, 5))
     def tick(self, ticks: int) -> None:
         self.now += ticks
 
-    @rule(key=keys)
-    def jump(self, key: int) -> None:
-        self.now = key
+    @rule(key=keys, edge=st.sampled_from((-1, 0)))
+    def jump(self, key: int, edge: int) -> None:
+        self.now = key + edge
 
     @rule(to=st.sampled_from((0, 1)))
     def reset_clock(self, to: int) -> None:
+        self.now = to
+
+    @rule(to=st.sampled_from((-1, 2)))
+    def misread(self, to: int) -> None:
         self.now = to
 
 

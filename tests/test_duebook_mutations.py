@@ -31,21 +31,6 @@ def is_time(value: Any) -> bool:
     return type(value) is int and 0 <= value <= INT64_MAX
 
 
-def error(code: str) -> impl.DuebookError:
-    """The implementation's own exception for `code`, as its own check would raise it."""
-    return ERRORS[code](f"mutant: {code}")
-
-
-def _error_classes(base: type[impl.DuebookError]) -> dict[str, type[impl.DuebookError]]:
-    found: dict[str, type[impl.DuebookError]] = {}
-    for sub in base.__subclasses__():
-        found.update(_error_classes(sub))
-        found[sub.code] = sub
-    return found
-
-
-ERRORS = _error_classes(impl.DuebookError)
-
 MUTANTS: dict[str, type[impl.Book]] = {}
 
 
@@ -96,7 +81,7 @@ class ClaimRefusedAtDueAt(impl.Book):
     def claim(self, id: Any, now: Any) -> Any:
         deferral = peek(self, id)
         if deferral is not None and now == deferral.due_at:
-            raise error("not_due")
+            raise impl.NotDue("mutant: refused at due_at")
         return super().claim(id, now)
 
 
@@ -230,7 +215,7 @@ class FullCheckedAfterInsert(impl.Book):
             super().schedule(owner, delay, ttl, now)
         finally:
             self._max_open -= 1
-        raise error("full")
+        raise impl.Full("mutant: full, after storing it")
 
 
 @mutant
@@ -270,6 +255,9 @@ class LiveDeferral:
 
 @mutant
 class GetReturnsLiveHandle(impl.Book):
+    """Get hands out a view instead of a value; the adapter edits what it is handed, as a
+    caller may, and the edit lands in the Book."""
+
     def get(self, id: Any) -> Any:
         return LiveDeferral(self, super().get(id).id)
 
