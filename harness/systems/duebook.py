@@ -204,17 +204,16 @@ class Headroom:
         return INT64_MAX - start + self.offset
 
 
+#: Which open deferral an op or a clock move is about, named by what makes it stand out
+#: rather than by position, so the choice survives when a shrunk run drops the others.
+ROLES = ("newest", "oldest", "next due", "next to expire", "clock's focus")
+
+
 @dataclass(frozen=True)
 class OpenId:
-    """The index-th newest open deferral (the next id, not yet open, when none is)."""
+    """The open deferral in `role` (the next id, not yet open, when none is open)."""
 
-    index: int
-
-
-@dataclass(frozen=True)
-class FocusId:
-    """The deferral whose window edge the clock last reached, so that the op right after
-    a clock_reaches probes that very edge (an open id when it is gone)."""
+    role: str
 
 
 @dataclass(frozen=True)
@@ -276,9 +275,8 @@ class DuebookMachine(LockstepMachine):
 
     system = "duebook"
     ids = Bundle("ids")
-    #: Mostly the focused or another open deferral; else any scheduled id, or a stranger.
-    ID_PICKS = mostly(st.one_of(st.just(FocusId()), st.builds(OpenId, st.integers(0, 3))),
-                      st.one_of(ids, STRANGER_IDS), one_in=3)
+    #: Mostly an open deferral; else any scheduled id, or a stranger.
+    ID_PICKS = mostly(st.builds(OpenId, st.sampled_from(ROLES)), st.one_of(ids, STRANGER_IDS), one_in=3)
 
     def __init__(self) -> None:
         super().__init__()
@@ -302,15 +300,26 @@ class DuebookMachine(LockstepMachine):
         self.transition = (before, self.steps[-1], self.state)
         return response
 
+    def in_role(self, role: str) -> dict[str, Json] | None:
+        open_deferrals = self.state["open"]
+        if not open_deferrals:
+            return None
+        expiring = [d for d in open_deferrals if d["expires_at"]] or open_deferrals
+        focused = [d for d in open_deferrals if d["id"] == self.focus] or open_deferrals
+        return {
+            "newest": lambda: open_deferrals[-1],
+            "oldest": lambda: open_deferrals[0],
+            "next due": lambda: min(open_deferrals, key=lambda d: (d["due_at"], d["id"])),
+            "next to expire": lambda: min(expiring, key=lambda d: (d["expires_at"], d["id"])),
+            "clock's focus": lambda: focused[-1],
+        }[role]()
+
     def an_id(self, pick: Any) -> Json:
-        open_ids = [d["id"] for d in self.state["open"]]
-        if isinstance(pick, FocusId) and self.focus in open_ids:
-            return self.focus
-        # Index 0 is the newest, so a shrunk run can drop whatever came before it.
-        if isinstance(pick, (FocusId, OpenId)):
-            index = pick.index if isinstance(pick, OpenId) else 0
-            return open_ids[-1 - index % len(open_ids)] if open_ids else self.next_id
+        if isinstance(pick, OpenId):
+            deferral = self.in_role(pick.role)
+            return self.next_id if deferral is None else deferral["id"]
         if isinstance(pick, ConsumedId):
+            # Index 0 is the newest, so a shrunk run can drop whatever came before it.
             return self.consumed[-1 - pick.index % len(self.consumed)] if self.consumed else self.next_id
         if isinstance(pick, UpcomingId):
             return self.next_id
@@ -403,10 +412,11 @@ class DuebookMachine(LockstepMachine):
         self.now = min(self.now + ticks, INT64_MAX)
 
     @precondition(has_open)
-    @rule(which=st.integers(0, 3), edge=st.sampled_from(EDGES))
-    def clock_reaches(self, which: int, edge: str) -> None:
+    @rule(whose=st.sampled_from(ROLES), edge=st.sampled_from(EDGES))
+    def clock_reaches(self, whose: str, edge: str) -> None:
         """To an edge of an open deferral's window, where off-by-one bugs live."""
-        deferral = self.state["open"][-1 - which % len(self.state["open"])]
+        deferral = self.in_role(whose)
+        assert deferral is not None
         self.focus = deferral["id"]
         self.now = {
             "due_at - 1": max(deferral["due_at"] - 1, 0),
@@ -416,12 +426,12 @@ class DuebookMachine(LockstepMachine):
         }[edge]
 
     @precondition(has_open)
-    @rule(which=st.integers(0, 3), edge=st.sampled_from(EDGES), op=st.sampled_from(("claim", "expire")))
-    def realm_acts_at_an_edge(self, which: int, edge: str, op: str) -> None:
+    @rule(whose=st.sampled_from(ROLES), edge=st.sampled_from(EDGES), op=st.sampled_from(("claim", "expire")))
+    def realm_acts_at_an_edge(self, whose: str, edge: str, op: str) -> None:
         """Claim or Expire a deferral exactly at an edge of its window, as boundary tests
         of timelocks do: the clock move and the op in one step, so no bug at an edge
         depends on the two being drawn one after the other."""
-        self.clock_reaches(which, edge)
+        self.clock_reaches(whose, edge)
         self.consume(op, {"id": self.focus})
 
     @rule(to=JUMPS)
