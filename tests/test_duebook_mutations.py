@@ -170,8 +170,9 @@ class ClaimableIncludesExpiresAt(impl.Book):
     """The keeper query closes the window with `<=`: it lists deferrals Claim refuses."""
 
     def claimable(self, now: Any, limit: Any) -> Any:
+        super().claimable(now, limit)  # the same validation and errors
         listed = super().claimable(now, INT64_MAX)
-        closing = [d for d in self.open_deferrals() if d.expires_at == now and d.due_at <= now]
+        closing = [d for d in self.open_deferrals() if d.expires_at and d.expires_at == now]
         return sorted(listed + closing, key=lambda d: (d.due_at, d.id))[:limit]
 
 
