@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 #: Sections in print order; a system adds its own module here.
-SECTIONS: tuple[str, ...] = ("duespec.bench_cron", "duespec.bench_traces", "duespec.bench_conform",
-                               "duespec.bench_proofs", "duespec.bench_duebook", "duespec.impl.schedules_bench",
-                               "duespec.bench_schedules")
+SECTIONS: tuple[str, ...] = ("duespec.bench_duebook", "duespec.bench_proofs", "duespec.bench_schedules",
+                               "duespec.impl.schedules_bench", "duespec.bench_cron", "duespec.bench_traces",
+                               "duespec.bench_conform")
 
 
 @dataclass(frozen=True)

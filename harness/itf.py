@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from duespec import __version__
 from duespec.cli import EXIT_HOLDS, EXIT_USAGE
 from duespec.systems import NAMES, get_system
-from duespec.traces import (OPERATIONS, STATE_KEYS, TraceError, TraceHeader, check_step,
+from duespec.traces import (TraceError, TraceHeader, check_step,
                             read_trace, write_trace)
 
 Json = Any
@@ -55,7 +55,7 @@ def op_for_action(system: str, action: str) -> str | None:
         if action.endswith(suffix) and len(action) > len(suffix):
             action = action[: -len(suffix)]
     wanted = _canonical(action)
-    return next((op for op in OPERATIONS[system] if _canonical(op) == wanted), None)
+    return next((op for op in get_system(system).operations if _canonical(op) == wanted), None)
 
 
 def _canonical(name: str) -> str:
@@ -148,8 +148,8 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
     model.reset(dict(header.config))
     out = Path(out_path)
     partial = out.with_name(out.name + ".partial")
-    arg_names = sorted({name for args in OPERATIONS[header.system].values() for name in args})
-    variables = ["now", *STATE_KEYS[header.system], RESULT_VAR, ACTION_TAKEN, NONDET_PICKS]
+    arg_names = sorted({name for args in system.operations.values() for name in args})
+    variables = ["now", *system.state_keys, RESULT_VAR, ACTION_TAKEN, NONDET_PICKS]
     meta = {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": Path(trace_path).name,
             "description": f"Created by duespec {__version__} from {Path(trace_path).name}",
             "duespec": header.to_json()}
@@ -158,7 +158,7 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
     def state(index: int, now: int, result: Json, action: str, picks: dict[str, Json], at: str) -> str:
         observed = model.observe()
         body = {"#meta": {"index": index}, "now": to_itf(now, at),
-                **{k: to_itf(observed[k], at, k) for k in STATE_KEYS[header.system]},
+                **{k: to_itf(observed[k], at, k) for k in system.state_keys},
                 RESULT_VAR: NONE if result is None else {"tag": "Some", "value": to_itf(result, at)},
                 ACTION_TAKEN: action, NONDET_PICKS: picks}
         return json.dumps(body)
@@ -248,7 +248,7 @@ def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, pro
 
 def _itf_steps(states: list[Json], system: str, where: str, time_actions: frozenset[str],
                now_var: str, with_states: bool) -> Iterator[dict[str, Json]]:
-    own_args = OPERATIONS[system]
+    own_args = get_system(system).operations
     every_arg = {name for args in own_args.values() for name in args}
     index = 0
     for position, state in enumerate(states[1:], start=1):
@@ -294,7 +294,7 @@ def _itf_steps(states: list[Json], system: str, where: str, time_actions: frozen
             result = from_itf(state[RESULT_VAR], f"{where}: {place}: {RESULT_VAR}")
             if result is not None:
                 step["result"] = result
-        keys = STATE_KEYS[system]
+        keys = get_system(system).state_keys
         if with_states and all(k in variables for k in keys):
             step["state"] = {k: from_itf(variables[k], f"{where}: {place}: {k}") for k in keys}
         yield check_step(step, index, where, None)

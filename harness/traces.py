@@ -22,38 +22,6 @@ Json = Any
 #: The version this code writes and the only one it reads.
 FORMAT_VERSION = 1
 
-#: Every operation of each system with its argument names, from docs/operations.md: the
-#: ITF mapping names actions and nondeterministic picks after them.
-OPERATIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "duebook": {
-        "schedule": ("owner", "delay", "ttl"),
-        "claim": ("id",),
-        "cancel": ("id", "caller"),
-        "expire": ("id",),
-        "get": ("id",),
-        "claimable": ("limit",),
-        "expirable": ("limit",),
-    },
-    "schedules": {
-        "schedule.create": ("id", "cron", "promiseId", "promiseTimeout", "promiseParam", "promiseTags"),
-        "schedule.get": ("id",),
-        "schedule.delete": ("id",),
-        "schedule.search": ("limit", "cursor"),
-        "promise.create": ("id", "timeoutAt", "param", "tags"),
-        "promise.get": ("id",),
-        "schedule.timeout": ("id",),
-        "promise.timeout": ("id",),
-        "tick": (),
-    },
-}
-
-#: Top-level keys of each system's observable state (docs/operations.md).
-STATE_KEYS: dict[str, tuple[str, ...]] = {
-    "duebook": ("max_open", "next_id", "open"),
-    "schedules": ("promises", "tasks", "schedules", "promiseTimeouts", "taskTimeouts",
-                  "scheduleTimeouts", "outbox"),
-}
-
 _REQUIRED_STEP_KEYS = ("i", "op", "args", "now")
 _OPTIONAL_STEP_KEYS = ("result", "state")
 _HEADER_KEYS = ("duespec_trace", "system", "profile", "config", "seed", "producer", "created")

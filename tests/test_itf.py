@@ -15,7 +15,7 @@ from duespec.itf import (NONE, action_name, export_itf, from_itf, import_itf, op
                          read_itf, to_itf)
 from duespec.replay import replay
 from duespec.systems import get_system
-from duespec.traces import OPERATIONS, TraceError, TraceHeader, read_trace, record, write_trace
+from duespec.traces import TraceError, TraceHeader, read_trace, record, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 QUINT_FIXTURE = ROOT / "traces" / "itf" / "duebook_quint_mbt.itf.json"
@@ -27,7 +27,7 @@ CORPUS = sorted((ROOT / "traces").rglob("*.jsonl"))
     ("promise.timeout", "promiseTimeout"), ("tick", "tick")])
 def test_operation_names_become_quint_action_names_and_back(op: str, action: str) -> None:
     assert action_name(op) == action
-    system = "duebook" if op in OPERATIONS["duebook"] else "schedules"
+    system = "duebook" if op in get_system("duebook").operations else "schedules"
     assert op_for_action(system, action) == op
 
 

@@ -25,6 +25,10 @@ class System:
     machine: type[LockstepMachine]
     #: Requirement catalogue in duespec.spec, for the coverage report.
     catalogue: str
+    #: Each op with its argument names, as docs/operations.md lists them.
+    operations: dict[str, tuple[str, ...]]
+    #: Top-level keys of the observable state, as docs/operations.md lists them.
+    state_keys: tuple[str, ...]
     #: Coverage tags every default campaign must reach (a test fails if one is missed).
     required_tags: frozenset[str] = field(default_factory=frozenset)
 

@@ -486,5 +486,7 @@ SYSTEM = System(
     impl=ImplTarget,
     machine=DuebookMachine,
     catalogue="duebook.md",
+    operations=OPERATIONS,
+    state_keys=("max_open", "next_id", "open"),
     required_tags=REQUIRED_TAGS,
 )

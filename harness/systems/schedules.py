@@ -375,6 +375,19 @@ REQUIRED_TAGS = frozenset({
     "SP-09.rejected", "SP-10.read", "SP-11.state", "SP-12.state",
 })
 
+#: Argument names of each op, exactly as docs/operations.md lists them.
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "schedule.create": ("id", "cron", "promiseId", "promiseTimeout", "promiseParam", "promiseTags"),
+    "schedule.get": ("id",),
+    "schedule.delete": ("id",),
+    "schedule.search": ("limit", "cursor"),
+    "promise.create": ("id", "timeoutAt", "param", "tags"),
+    "promise.get": ("id",),
+    "schedule.timeout": ("id",),
+    "promise.timeout": ("id",),
+    "tick": (),
+}
+
 SYSTEM = System(
     name="schedules",
     profiles=PROFILES,
@@ -383,5 +396,8 @@ SYSTEM = System(
     impl=ImplTarget,
     machine=SchedulesMachine,
     catalogue="schedules.md",
+    operations=OPERATIONS,
+    state_keys=("promises", "tasks", "schedules", "promiseTimeouts", "taskTimeouts",
+                "scheduleTimeouts", "outbox"),
     required_tags=REQUIRED_TAGS,
 )
