@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 import time
@@ -121,6 +122,26 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         counterexample=list(machine.last_steps) if failure else [],
         config=config, failure_kind=failure_kind, failure_summary=failure_summary,
     )
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1, with an error that names what was given."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser, examples: int) -> None:
+    """--seed, --examples and --steps, the same for every command that runs campaigns."""
+    parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    parser.add_argument("--examples", type=positive_int, default=examples,
+                        help=f"runs per campaign (default {examples})")
+    parser.add_argument("--steps", type=positive_int, default=50,
+                        help="steps per run (default 50)")
 
 
 def progress_printer(every_seconds: float, stream: TextIO | None = None) -> ProgressCallback:

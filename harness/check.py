@@ -7,10 +7,12 @@ import argparse
 from duespec.campaign import (
     DEFAULT_FAILURE_DIR,
     CampaignResult,
+    add_budget_arguments,
     progress_printer,
     run_campaign,
     write_failure_trace,
 )
+from duespec.cli import UsageError
 from duespec.report import report_for, write_json
 from duespec.systems import NAMES, get_system
 
@@ -26,6 +28,8 @@ def report(result: CampaignResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     system = get_system(args.system)
+    if args.profile is not None and args.profile not in system.profiles:
+        raise UsageError(f"{system.name} has no profile {args.profile!r}; known: {', '.join(system.profiles)}")
     result = run_campaign(system, system.impl, profile=args.profile, seed=args.seed,
                           examples=args.examples, step_count=args.steps,
                           progress=progress_printer(args.progress) if args.progress > 0 else None)
@@ -52,9 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Drive the model and the production implementation in lockstep with a "
                     "Hypothesis state machine; compare every response and the whole state.")
     parser.add_argument("system", choices=NAMES)
-    parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    parser.add_argument("--examples", type=int, default=200, help="runs to try (default 200)")
-    parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
+    add_budget_arguments(parser, examples=200)
     parser.add_argument("--profile", default=None, help="spec reading (default: the system's first)")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failure's trace is written (default {DEFAULT_FAILURE_DIR})")

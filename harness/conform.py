@@ -20,6 +20,7 @@ from duespec.campaign import (
     DIVERGENCE,
     TARGET_ERROR,
     CampaignResult,
+    add_budget_arguments,
     progress_printer,
     run_campaign,
     write_failure_trace,
@@ -169,9 +170,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
     parser.add_argument("--profile", action="append", metavar="PROFILE",
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
-    parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    parser.add_argument("--examples", type=int, default=200, help="runs per campaign (default 200)")
-    parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
+    add_budget_arguments(parser, examples=200)
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from duespec.campaign import run_campaign
+from duespec.campaign import add_budget_arguments, run_campaign, write_failure_trace
 from duespec.check import report
 from duespec.prove import all_proofs, render
 from duespec.spec.proofs import decide
@@ -45,6 +45,8 @@ def campaign_all(seed: int, examples: int, steps: int) -> list[Line]:
                                   examples=examples, step_count=steps)
             if not result.ok:
                 print(report(result), flush=True)
+                trace = write_failure_trace(result, target="impl", producer="duespec suite")
+                print(f"trace of the shrunk counterexample: {trace}", flush=True)
             lines.append(Line("check", f"{name} [{profile}] impl vs model, {result.examples} runs, "
                               f"{result.steps} steps", result.ok, result.seconds))
     return lines
@@ -96,9 +98,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Run every proof, a differential campaign (implementation vs model) per "
                     "system and profile, and replay every trace in the corpus; print a "
                     "one-screen summary. Exit 0 only if all holds.")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--examples", type=int, default=1000, help="runs per campaign (default 1000)")
-    parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
+    add_budget_arguments(parser, examples=1000)
     parser.add_argument("--traces", default="traces", help="trace corpus folder (default traces/)")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.set_defaults(run=main)

@@ -67,8 +67,14 @@ def test_cli_help_for_every_subcommand() -> None:
         assert "usage: duespec " + name in result.stdout
 
 
-def test_bad_usage_exits_2() -> None:
-    result = subprocess.run([sys.executable, "-m", "duespec", "check", "no-such-system"],
-                            capture_output=True, text=True)
+@pytest.mark.parametrize("argv, complaint", [
+    (["check", "no-such-system"], "invalid choice"),
+    (["check", "duebook", "--profile", "nope"], "no profile 'nope'"),
+    (["check", "duebook", "--examples", "-5"], "must be at least 1, got -5"),
+    (["suite", "--steps", "x"], "expected a whole number, got 'x'"),
+    (["conform", "duebook"], "--target"),
+])
+def test_bad_usage_exits_2_naming_the_problem(argv: list[str], complaint: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "duespec", *argv], capture_output=True, text=True)
     assert result.returncode == 2
-    assert "invalid choice" in result.stderr
+    assert complaint in result.stderr
