@@ -64,7 +64,6 @@ def _dump(value: Json) -> str:
 class LockstepMachine(RuleBasedStateMachine):
     """Base class; a campaign sets the class attributes below on a fresh subclass."""
 
-    system: ClassVar[str]
     oracle_factory: ClassVar[TargetFactory]
     target_factory: ClassVar[TargetFactory]
     config: ClassVar[dict[str, Json]]
