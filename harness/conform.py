@@ -177,7 +177,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--coverage-json", metavar="FILE", help="write the spec-coverage report as JSON")
     parser.add_argument("--no-coverage", action="store_true", help="do not print the spec-coverage report")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        help=f"seconds a stdio target may take per request (default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds the target may take per call, stdio or in-process; a call that "
+                             f"takes longer fails the campaign (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")
     parser.set_defaults(run=main)

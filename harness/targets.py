@@ -16,12 +16,16 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
+import signal
 import sys
-from typing import Any
+import threading
+from typing import Any, Callable, TypeVar
 
 from duespec.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
-from duespec.target import TargetFactory
+from duespec.target import Json, Target, TargetError, TargetFactory
+
+T = TypeVar("T")
 
 STDIO_PREFIX = "stdio:"
 
@@ -40,7 +44,7 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
     if spec == "model":
         return system.model
     if spec == "impl":
-        return system.impl
+        return WatchedFactory(system.impl, timeout, "impl")
     if spec.startswith(STDIO_PREFIX):
         try:
             command = shlex.split(spec[len(STDIO_PREFIX):])
@@ -51,7 +55,7 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
                                   f'"stdio:node examples/node-duebook/duebook.js"')
         return StdioTargetFactory(command, system.name, timeout=timeout, start_timeout=start_timeout)
     if ":" in spec:
-        return _import_factory(spec)
+        return WatchedFactory(_import_factory(spec), timeout, spec)
     raise TargetSpecError(f"unknown target {spec!r}; a target is {SPEC_HELP}")
 
 
@@ -76,6 +80,55 @@ def _import_factory(spec: str) -> TargetFactory:
     if not callable(found):
         raise TargetSpecError(f"{spec!r} is a {type(found).__name__}, not a callable returning a Target")
     return found  # type: ignore[no-any-return]
+
+
+class WatchedTarget:
+    """An in-process target whose every call must return within `timeout` seconds.
+
+    A step that never returns (an endless catch-up, say) then fails the campaign as a
+    TargetError, as a silent stdio program does, instead of hanging a CI gate. The deadline
+    is SIGALRM, so it needs the main thread of a POSIX process; elsewhere calls run unwatched.
+    Code that catches every exception and carries on can swallow it."""
+
+    def __init__(self, inner: Target, timeout: float) -> None:
+        self.inner, self.timeout = inner, timeout
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self._within("reset", lambda: self.inner.reset(config))
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        return self._within(f"step {op}", lambda: self.inner.step(op, args, now))
+
+    def observe(self) -> dict[str, Json]:
+        return self._within("observe", self.inner.observe)
+
+    def close(self) -> None:
+        self._within("close", self.inner.close)
+
+    def _within(self, what: str, call: Callable[[], T]) -> T:
+        if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+            return call()
+
+        def overdue(signum: int, frame: object) -> None:
+            raise TargetError(f"{what} did not return within {self.timeout:g}s (--timeout)")
+
+        previous = signal.signal(signal.SIGALRM, overdue)
+        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        try:
+            return call()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+class WatchedFactory:
+    """Makes WatchedTargets; keeps the name reports use."""
+
+    def __init__(self, factory: TargetFactory, timeout: float, name: str) -> None:
+        self.factory, self.timeout, self.name = factory, timeout, name
+
+    def __call__(self) -> WatchedTarget:
+        return WatchedTarget(self.factory(), self.timeout)
 
 
 def describe(factory: TargetFactory) -> str:

@@ -158,3 +158,43 @@ def test_every_profile_is_one_junit_testcase(tmp_path: Path, capsys: pytest.Capt
     names = [case.get("name") for case in ElementTree.parse(junit).getroot().iter("testcase")]
     assert names == ["schedules[lean] seed=0 target=model", "schedules[server] seed=0 target=model"]
     assert out.count("HOLDS: schedules") == 2
+
+
+class HangsOnSecondClaim:
+    """A duebook that loops forever the second time anyone claims: an endless catch-up's
+    in-process cousin. Conform must fail it, not hang."""
+
+    def __init__(self) -> None:
+        from duespec.systems.duebook import ModelTarget
+
+        self.inner, self.claims = ModelTarget(), 0
+
+    def reset(self, config: dict) -> None:
+        self.inner.reset(config)
+        self.claims = 0
+
+    def step(self, op: str, args: dict, now: int) -> dict:
+        if op == "claim":
+            self.claims += 1
+            while self.claims > 1:
+                pass
+        return self.inner.step(op, args, now)
+
+    def observe(self) -> dict:
+        return self.inner.observe()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_an_in_process_target_that_hangs_fails_within_its_timeout(tmp_path: Path) -> None:
+    from duespec.campaign import TARGET_ERROR, run_campaign
+    from duespec.systems import get_system
+    from duespec.targets import resolve
+
+    system = get_system("duebook")
+    factory = resolve(system, f"{__name__}:HangsOnSecondClaim", timeout=0.2)
+    result = run_campaign(system, factory, examples=50)
+    assert result.failure_kind == TARGET_ERROR
+    assert "step claim did not return within 0.2s" in (result.failure or "")
+    assert [step["op"] for step in result.counterexample].count("claim") == 2
