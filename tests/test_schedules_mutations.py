@@ -20,6 +20,7 @@ from duespec.impl.schedules_records import (
     TARGET_TAG, Promise, PromiseCreate, Schedule, execute_message, expand, next_run,
 )
 from duespec.systems.schedules import SYSTEM, ImplTarget
+from duespec.targets import WatchedFactory
 
 #: A counterexample longer than this is not one a person can read at a glance.
 SHORT = 12
@@ -28,8 +29,8 @@ SHORT = 12
 class SequentialCatchUp(ScheduleServer):
     """catchUp one occurrence at a time, with three choices a bug can get wrong as hooks.
 
-    A planted bug must not hang `tick` (a schedule left due forever would): the harness
-    has no step timeout, so such bugs are out of reach of this file."""
+    A bug that can hang `tick` (a schedule left due forever) is planted apart, behind the
+    per-call deadline of duespec.targets.WatchedTarget."""
 
     def _catch_up(self, s: Schedule, now: int) -> Schedule:
         cron = compile_cron(s.cron)
@@ -110,6 +111,19 @@ class ReArmSkipped(ScheduleServer):
         if s is not None:
             self.store.set_schedule(self._catch_up(s, now))
             self.store.del_schedule_timeout(schedule_id)
+
+
+class ReArmedAtFiredTick(ScheduleServer):
+    """Re-arms at the tick it just fired instead of nextRunAt: the schedule stays due, so
+    a tick fires it again and again and never returns."""
+
+    def _on_schedule_timeout(self, schedule_id: str, now: int) -> None:
+        s0 = self.store.get_schedule(schedule_id)
+        if s0 is not None:
+            s = self._catch_up(s0, now)
+            self.store.set_schedule(s)
+            self.store.del_schedule_timeout(s.id)
+            self.store.set_schedule_timeout(s.id, s0.next_run_at)
 
 
 class DeleteLeavesTimeoutArmed(ScheduleServer):
@@ -220,3 +234,14 @@ def test_the_campaign_catches_and_shrinks(mutant: type[ScheduleServer], profile:
     assert result.failure.startswith(("Divergence", "AssertionError")), result.failure
     assert 0 < len(result.counterexample) <= SHORT, (
         f"{mutant.__name__}: counterexample of {len(result.counterexample)} steps\n{result.failure}")
+
+
+def test_a_bug_that_hangs_tick_is_caught_and_cannot_hang_the_campaign() -> None:
+    """Whichever the campaign meets first, the wrong timeout after schedule.timeout or a
+    tick that never returns, it fails in bounded time with a short counterexample."""
+    result = run_campaign(SYSTEM, WatchedFactory(lambda: ImplTarget(ReArmedAtFiredTick), 1.0, "impl"),
+                          step_count=STEPS)
+    assert not result.ok, f"ReArmedAtFiredTick survived {result.examples} runs"
+    print(f"\nReArmedAtFiredTick: {result.failure_kind}, {len(result.counterexample)} steps")
+    assert result.failure.startswith(("Divergence", "AssertionError", "TargetError")), result.failure
+    assert 0 < len(result.counterexample) <= SHORT, result.failure
