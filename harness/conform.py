@@ -112,9 +112,6 @@ def profiles_of(system: System, requested: list[str] | None) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    for name, value in (("--examples", args.examples), ("--steps", args.steps)):
-        if value < 1:
-            raise UsageError(f"{name} must be at least 1, got {value}")
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     system = get_system(args.system)
@@ -139,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
                 trace, problem = None, None
                 try:
                     trace = write_failure_trace(result, args.trace_dir, target=args.target,
-                                                producer="duespec conform")
+                                                producer=f"duespec {args.command}")
                 except (OSError, ValueError) as error:
                     problem = str(error)
                 details = failure_details(args, result, trace, problem)
@@ -168,6 +165,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         epilog='example: duespec conform duebook --target "stdio:node examples/node-duebook/duebook.js"')
     parser.add_argument("system", choices=NAMES)
     parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
+    add_campaign_options(parser)
+    parser.set_defaults(run=main)
+
+
+def add_campaign_options(parser: argparse.ArgumentParser) -> None:
+    """Everything but the target: `duespec check` is this command with the target fixed."""
     parser.add_argument("--profile", action="append", metavar="PROFILE",
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
     add_budget_arguments(parser, examples=200)
@@ -181,4 +184,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              f"takes longer fails the campaign (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")
-    parser.set_defaults(run=main)

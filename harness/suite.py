@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from duespec.campaign import add_budget_arguments, run_campaign, write_failure_trace
-from duespec.check import report
+from duespec.conform import verdict_line
 from duespec.prove import all_proofs, render
 from duespec.spec.proofs import decide
 from duespec.systems import NAMES, get_system
@@ -44,7 +44,7 @@ def campaign_all(seed: int, examples: int, steps: int) -> list[Line]:
             result = run_campaign(system, system.impl, profile=profile, seed=seed,
                                   examples=examples, step_count=steps)
             if not result.ok:
-                print(report(result), flush=True)
+                print(f"{verdict_line(result, 'impl')}\n{result.failure}", flush=True)
                 trace = write_failure_trace(result, target="impl", producer="duespec suite")
                 print(f"trace of the shrunk counterexample: {trace}", flush=True)
             lines.append(Line("check", f"{name} [{profile}] impl vs model, {result.examples} runs, "
