@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from duespec.campaign import CampaignProgress, progress_printer
+from duespec.campaigns.run import CampaignProgress, progress_printer
 from duespec.cli import main
 from duespec.systems.duebook import ModelTarget
-from duespec.target import TargetError
-from duespec.traces import read_trace
+from duespec.targets.interface import TargetError
+from duespec.traces.format import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = f"stdio:node {ROOT / 'examples/node-duebook/duebook.js'}"
@@ -188,9 +188,9 @@ class HangsOnSecondClaim:
 
 
 def test_an_in_process_target_that_hangs_fails_within_its_timeout(tmp_path: Path) -> None:
-    from duespec.campaign import TARGET_ERROR, run_campaign
+    from duespec.campaigns.run import TARGET_ERROR, run_campaign
     from duespec.systems import get_system
-    from duespec.targets import resolve
+    from duespec.targets.resolve import resolve
 
     system = get_system("duebook")
     factory = resolve(system, f"{__name__}:HangsOnSecondClaim", timeout=0.2)

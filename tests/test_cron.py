@@ -17,7 +17,7 @@ from croniter import croniter
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from duespec.bench_cron import Mismatch, compared
+from duespec.bench.cron import Mismatch, compared
 from duespec.impl import cron as impl
 from duespec.impl.cron import CronError, compile_cron
 from duespec.model.schedules.next_cron import next_cron

@@ -9,7 +9,7 @@ import pytest
 
 from duespec.impl import duebook as impl
 from duespec.systems.duebook import ImplTarget, ModelTarget
-from duespec.target import responses_agree, same_json
+from duespec.targets.interface import responses_agree, same_json
 
 OWNERS = ("alice", "bob", "carol")
 

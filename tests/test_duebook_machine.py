@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from duespec.campaign import CampaignResult, run_campaign
+from duespec.campaigns.run import CampaignResult, run_campaign
 from duespec.systems import get_system
 from duespec.systems.duebook import SYSTEM, ImplTarget, ModelTarget
-from duespec.target import Target
+from duespec.targets.interface import Target
 
 TARGETS = {"model": ModelTarget, "impl": ImplTarget}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from duespec.campaign import run_campaign
+from duespec.campaigns.run import run_campaign
 from duespec.impl import duebook as impl
 from duespec.systems.duebook import SYSTEM, ImplTarget
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from duespec.cli import main as cli_main
-from duespec.itf import (NONE, action_name, export_itf, from_itf, import_itf, op_for_action,
+from duespec.traces.itf import (NONE, action_name, export_itf, from_itf, import_itf, op_for_action,
                          read_itf, to_itf)
-from duespec.replay import replay
+from duespec.traces.replay import replay
 from duespec.systems import get_system
-from duespec.traces import TraceError, TraceHeader, read_trace, record, write_trace
+from duespec.traces.format import TraceError, TraceHeader, read_trace, record, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 QUINT_FIXTURE = ROOT / "traces" / "itf" / "duebook_quint_mbt.itf.json"

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from duespec.campaign import run_campaign
-from duespec.lockstep import state_diff
+from duespec.campaigns.run import run_campaign
+from duespec.campaigns.lockstep import state_diff
 from duespec.systems import get_system
-from duespec.target import same_json
+from duespec.targets.interface import same_json
 
 
 @pytest.mark.parametrize("a, b", [(1, 1.0), (1, True), (0, False), ({"x": 1}, {"x": 1.0}),

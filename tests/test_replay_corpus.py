@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from duespec.campaign import run_campaign, write_failure_trace
+from duespec.campaigns.run import run_campaign, write_failure_trace
 from duespec.cli import main as cli_main
-from duespec.replay import replay
+from duespec.traces.replay import replay
 from duespec.systems import get_system
-from duespec.target import Json
-from duespec.traces import TraceError, TraceHeader, read_trace, write_trace
+from duespec.targets.interface import Json
+from duespec.traces.format import TraceError, TraceHeader, read_trace, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "traces").rglob("*.jsonl"))

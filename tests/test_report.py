@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from duespec import junit
-from duespec.campaign import DIVERGENCE, TARGET_ERROR, CampaignResult
-from duespec.report import catalogue_ids, catalogue_text, coverage_report, write_json
+from duespec.campaigns import junit
+from duespec.campaigns.run import DIVERGENCE, TARGET_ERROR, CampaignResult
+from duespec.campaigns.report import catalogue_ids, catalogue_text, coverage_report, write_json
 from duespec.systems import get_system
 
 CATALOGUE = """# toy catalogue

@@ -15,7 +15,7 @@ from duespec.impl import schedules as impl
 from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import MAX_TIME, NEVER, Promise, Task, Value
 from duespec.model import schedules as model
-from duespec.target import comparable
+from duespec.targets.interface import comparable
 
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z, a whole minute
 MIN, HOUR, DAY = 60_000, 3_600_000, 86_400_000

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from duespec.campaign import run_campaign
+from duespec.campaigns.run import run_campaign
 from duespec.spec import schedules_properties as spec
 from duespec.systems import get_system
 from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget, config_of

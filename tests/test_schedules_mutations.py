@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from duespec.campaign import run_campaign
+from duespec.campaigns.run import run_campaign
 from duespec.impl.cron import compile_cron
 from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import (
     TARGET_TAG, Promise, PromiseCreate, Schedule, execute_message, expand, next_run,
 )
 from duespec.systems.schedules import SYSTEM, ImplTarget
-from duespec.targets import WatchedFactory
+from duespec.targets.resolve import WatchedFactory
 
 #: A counterexample longer than this is not one a person can read at a glance.
 SHORT = 12
@@ -30,7 +30,7 @@ class SequentialCatchUp(ScheduleServer):
     """catchUp one occurrence at a time, with three choices a bug can get wrong as hooks.
 
     A bug that can hang `tick` (a schedule left due forever) is planted apart, behind the
-    per-call deadline of duespec.targets.WatchedTarget."""
+    per-call deadline of duespec.targets.resolve.WatchedTarget."""
 
     def _catch_up(self, s: Schedule, now: int) -> Schedule:
         cron = compile_cron(s.cron)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from duespec.stdio import StdioTargetFactory
+from duespec.targets.stdio import StdioTargetFactory
 from duespec.systems.duebook import ModelTarget
-from duespec.target import TargetError
+from duespec.targets.interface import TargetError
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_DUEBOOK = ROOT / "examples" / "node-duebook" / "duebook.js"

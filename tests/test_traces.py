@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from duespec.bench_traces import duebook_churn, peak_bytes
-from duespec.traces import (FORMAT_VERSION, TraceError, TraceHeader, TraceWriter, read_trace,
+from duespec.bench.traces import duebook_churn, peak_bytes
+from duespec.traces.format import (FORMAT_VERSION, TraceError, TraceHeader, TraceWriter, read_trace,
                             record, write_trace)
 
 HEADER = {"duespec_trace": FORMAT_VERSION, "system": "duebook", "profile": "seed",

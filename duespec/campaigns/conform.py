@@ -14,8 +14,8 @@ import json
 import shlex
 from pathlib import Path
 
-from duespec import junit
-from duespec.campaign import (
+from duespec.campaigns import junit
+from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
     DIVERGENCE,
     TARGET_ERROR,
@@ -26,11 +26,11 @@ from duespec.campaign import (
     write_failure_trace,
 )
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, UsageError
-from duespec.report import CoverageReport, report_for, write_json
-from duespec.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
+from duespec.campaigns.report import CoverageReport, report_for, write_json
+from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.systems import NAMES, System, get_system
-from duespec.target import TargetError, TargetFactory
-from duespec.targets import SPEC_HELP, TargetSpecError, close_factory, resolve
+from duespec.targets.interface import TargetError, TargetFactory
+from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, resolve
 
 #: Longest counterexample printed step by step; the trace file always has all of it.
 SHOWN_STEPS = 30

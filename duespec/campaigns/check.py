@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from duespec import conform
+from duespec.campaigns import conform
 from duespec.systems import NAMES
 
 

@@ -6,8 +6,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from duespec.lockstep import LockstepMachine
-from duespec.target import TargetFactory
+from duespec.campaigns.lockstep import LockstepMachine
+from duespec.targets.interface import TargetFactory
 
 NAMES = ("duebook", "schedules")
 

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from duespec.campaign import CampaignResult
+from duespec.campaigns.run import CampaignResult
 from duespec.systems import System
 
 #: A requirement ID: one to four capital letters, a dash, two or three digits (D-07, ENV-01).

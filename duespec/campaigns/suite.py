@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from duespec.campaign import add_budget_arguments, run_campaign, write_failure_trace
-from duespec.conform import verdict_line
+from duespec.campaigns.run import add_budget_arguments, run_campaign, write_failure_trace
+from duespec.campaigns.conform import verdict_line
 from duespec.prove import all_proofs, render
 from duespec.spec.proofs import decide
 from duespec.systems import NAMES, get_system
@@ -53,8 +53,8 @@ def campaign_all(seed: int, examples: int, steps: int) -> list[Line]:
 
 
 def replay_all(corpus: Path) -> list[Line]:
-    from duespec.replay import replay, trace_files
-    from duespec.traces import TraceError
+    from duespec.traces.replay import replay, trace_files
+    from duespec.traces.format import TraceError
 
     lines = []
     for path in trace_files([str(corpus)]):

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
-from duespec.campaign import DIVERGENCE, CampaignResult
+from duespec.campaigns.run import DIVERGENCE, CampaignResult
 
 #: Characters XML 1.0 cannot carry at all, not even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

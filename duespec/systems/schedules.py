@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from duespec.impl.schedules import ScheduleServer
-from duespec.lockstep import LockstepMachine, state_diff
+from duespec.campaigns.lockstep import LockstepMachine, state_diff
 from duespec.model import schedules as model
 from duespec.model.schedules.clock import MAX_TIME, next_run
 from duespec.model.schedules.expand import expand
 from duespec.spec import schedules_properties as spec
 from duespec.systems import System
-from duespec.target import Json
+from duespec.targets.interface import Json
 
 PROFILES = ("lean", "server")
 DEFAULT_RETRY_TIMEOUT = 5000

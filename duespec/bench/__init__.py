@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 #: Sections in print order; a system adds its own module here.
-SECTIONS: tuple[str, ...] = ("duespec.bench_duebook", "duespec.bench_proofs", "duespec.bench_schedules",
-                               "duespec.impl.schedules_bench", "duespec.bench_cron", "duespec.bench_traces",
-                               "duespec.bench_conform")
+SECTIONS: tuple[str, ...] = ("duespec.bench.duebook", "duespec.bench.proofs", "duespec.bench.schedules",
+                               "duespec.bench.schedules_store", "duespec.bench.cron", "duespec.bench.traces",
+                               "duespec.bench.conform")
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import sys
 import threading
 from typing import Any, Callable, TypeVar
 
-from duespec.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
+from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
-from duespec.target import Json, Target, TargetError, TargetFactory
+from duespec.targets.interface import Json, Target, TargetError, TargetFactory
 
 T = TypeVar("T")
 

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, invariant, multiple, precondition, rule
 
 from duespec.impl import duebook as impl
-from duespec.lockstep import LockstepMachine
+from duespec.campaigns.lockstep import LockstepMachine
 from duespec.model import duebook as model
 from duespec.spec import duebook_invariants as spec
 from duespec.systems import System
-from duespec.target import Json
+from duespec.targets.interface import Json
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)

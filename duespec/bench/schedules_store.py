@@ -3,7 +3,7 @@
 The question is whether a long outage is survivable: one year of minutely ticks is
 525,600 promise.create calls in one handler. Each figure is set beside the naive way of
 doing the same work measured in the same run: one promise.create (or promise.timeout)
-handler call per occurrence. Run alone: `python -m duespec.impl.schedules_bench [--quick]`.
+handler call per occurrence. Run alone: `python -m duespec.bench.schedules_store [--quick]`.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from duespec.bench import Figure
-from duespec.itf import export_itf
-from duespec.replay import replay
+from duespec.traces.itf import export_itf
+from duespec.traces.replay import replay
 from duespec.systems import get_system
-from duespec.traces import Call, TraceHeader, read_trace, record, write_trace
+from duespec.traces.format import Call, TraceHeader, read_trace, record, write_trace
 
 SECTION = "traces"
 T = TypeVar("T")

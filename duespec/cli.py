@@ -7,8 +7,8 @@ import importlib
 import sys
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
-COMMANDS = ("duespec.prove", "duespec.check", "duespec.bench", "duespec.suite", "duespec.conform",
-            "duespec.replay", "duespec.itf")
+COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
+            "duespec.traces.replay", "duespec.traces.itf")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from duespec import __version__
 from duespec.cli import EXIT_HOLDS, EXIT_USAGE
 from duespec.systems import NAMES, get_system
-from duespec.traces import (TraceError, TraceHeader, check_step,
+from duespec.traces.format import (TraceError, TraceHeader, check_step,
                             read_trace, write_trace)
 
 Json = Any

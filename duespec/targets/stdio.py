@@ -21,7 +21,7 @@ import weakref
 from collections import deque
 from typing import IO, NoReturn
 
-from duespec.target import Json, TargetError
+from duespec.targets.interface import Json, TargetError
 
 PROTOCOL_VERSION = 1
 #: Seconds a target may take to answer one request.

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from duespec import targets
+from duespec.targets import resolve as targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
-from duespec.lockstep import describe_divergence, state_diff
+from duespec.campaigns.lockstep import describe_divergence, state_diff
 from duespec.systems import System, get_system
-from duespec.target import Json, Target, TargetFactory, comparable, responses_agree, same_json
-from duespec.traces import TraceError, TraceHeader, read_trace
+from duespec.targets.interface import Json, Target, TargetFactory, comparable, responses_agree, same_json
+from duespec.traces.format import TraceError, TraceHeader, read_trace
 
 @dataclass
 class ReplayResult:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 from duespec.bench import Figure, rate
-from duespec.campaign import run_campaign
-from duespec.stdio import StdioTargetFactory
+from duespec.campaigns.run import run_campaign
+from duespec.targets.stdio import StdioTargetFactory
 from duespec.systems.duebook import SYSTEM
-from duespec.target import Target, TargetFactory
+from duespec.targets.interface import Target, TargetFactory
 
 SECTION = "conform (stdio protocol)"
 NODE_DUEBOOK = Path(__file__).resolve().parents[1] / "examples" / "node-duebook" / "duebook.js"

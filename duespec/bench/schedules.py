@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable
 
 from duespec.bench import Figure
-from duespec.campaign import run_campaign
+from duespec.campaigns.run import run_campaign
 from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget
 
 SECTION = "schedules"

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
-from duespec.target import Json, Target, TargetFactory, comparable, responses_agree, same_json
+from duespec.targets.interface import Json, Target, TargetFactory, comparable, responses_agree, same_json
 
 
 class Divergence(AssertionError):

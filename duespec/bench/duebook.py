@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from duespec.bench import Figure, rate
-from duespec.campaign import run_campaign
+from duespec.campaigns.run import run_campaign
 from duespec.impl import duebook as impl
 from duespec.model import duebook as model
 from duespec.spec import duebook_invariants as spec

@@ -17,9 +17,9 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
 from duespec.coverage import collecting
-from duespec.lockstep import Divergence, lockstep
+from duespec.campaigns.lockstep import Divergence, lockstep
 from duespec.systems import System
-from duespec.target import TargetError, TargetFactory
+from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
@@ -166,7 +166,7 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
                         target: str, producer: str) -> Path:
     """Write the shrunk counterexample as a trace (docs/traces.md) that `duespec replay`
     reruns; the name says system, profile, seed and target, so reruns overwrite it."""
-    from duespec.traces import TraceHeader, write_trace
+    from duespec.traces.format import TraceHeader, write_trace
 
     slug = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")[:48] or "target"
     path = Path(directory) / f"{result.system}-{result.profile}-seed{result.seed}-{slug}.jsonl"
