@@ -9,7 +9,9 @@ that have already passed those checks.
 Profiles differ only in the `now` catch-up hands to promise.create: `lean` passes the
 occurrence's own cronTime, as the Lean does; `server` passes the real firing time, as
 the seed text and the deployed server do, so an occurrence already past its timeout is
-created settled and dispatches nothing.
+created settled and dispatches nothing. `deployed` follows the deployed Rust server
+(spec/schedules.md DEP-01..DEP-04): schedules need a `resonate:target`, a pass fires one
+occurrence per schedule, and search answers.
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ from typing import Callable, Iterable, Iterator, Literal
 
 from duespec.impl.cron import compile_cron
 from duespec.impl.schedules_records import (
-    MAX_TIME, TARGET_TAG, InvalidRequest, Json, Promise, PromiseCreate, Schedule, ScheduleCreate,
-    check_args, check_time, check_unicode, execute_message, expand, next_run, parse_id,
-    parse_promise_create, parse_schedule_create, unblock_message,
+    EMPTY_VALUE, LINEAGE_TAGS, MAX_TIME, SCHEDULE_TAG, TARGET_TAG, InvalidRequest, Json, Promise,
+    PromiseCreate, Schedule, ScheduleCreate, SearchRequest, Task, check_args, check_time,
+    check_unicode, execute_message, expand, next_run, parse_id, parse_promise_create,
+    parse_schedule_create, parse_search, unblock_message,
 )
 from duespec.impl.schedules_sql import PromiseShape, Store
 
-Profile = Literal["lean", "server"]
-PROFILES: tuple[Profile, ...] = ("lean", "server")
+Profile = Literal["lean", "server", "deployed"]
+PROFILES: tuple[Profile, ...] = ("lean", "server", "deployed")
 DEFAULT_RETRY_TIMEOUT = 5000
 #: Occurrences handled per round of set-wise inserts during a catch-up.
 CATCH_UP_CHUNK = 16384
@@ -99,6 +102,8 @@ class ScheduleServer:
 
     def schedule_create(self, req: ScheduleCreate, now: int) -> dict[str, Json]:
         """S-02: an existing id answers the stored schedule and ignores the request body."""
+        if self.profile == "deployed" and TARGET_TAG not in req.promise_tags:
+            raise InvalidRequest(f"promiseTags must include a {TARGET_TAG} tag (profile deployed)")
         with self.store.transaction():
             s = self.store.get_schedule(req.id)
             if s is None:
@@ -119,9 +124,16 @@ class ScheduleServer:
             self.store.del_schedule_timeout(schedule_id)
         return {"status": 200}
 
-    def schedule_search(self, now: int) -> dict[str, Json]:
-        """S-04: not implemented in the spec, so not here either."""
-        return {"status": 501}
+    def schedule_search(self, req: SearchRequest | None, now: int) -> dict[str, Json]:
+        """S-04: not implemented in the spec, so not here either; `deployed` answers a page."""
+        if req is None:
+            return {"status": 501}
+        with self.store.transaction():
+            found = self.store.search_schedules(req.tags, req.cursor, req.limit + 1)
+        page = found[:req.limit]
+        more = len(found) > req.limit
+        return {"status": 200, "schedules": [s.to_json() for s in page],
+                "cursor": page[-1].id if more else None}
 
     # ---- P-01, P-02 --------------------------------------------------------------------
 
@@ -172,6 +184,8 @@ class ScheduleServer:
         sequence of creates, since each only reads and writes its own id."""
         if s.next_run_at > now:
             return s
+        if self.profile == "deployed":
+            return self._deployed_occurrence(s, now)
         cron = compile_cron(s.cron)
         shape = PromiseShape(s.promise_param, s.promise_tags, self.retry_timeout)
         anchored_at_tick = self.profile == "lean"
@@ -182,6 +196,31 @@ class ScheduleServer:
                   cron_time if anchored_at_tick else now) for cron_time in chunk), shape)
             last = chunk[-1]
         return replace(s, last_run_at=last, next_run_at=next_run(cron, last))
+
+    def _deployed_occurrence(self, s: Schedule, now: int) -> Schedule:
+        """One occurrence per pass, as the deployed server fires it: created at its cronTime
+        with lineage tags, judged expired at the firing time, dispatched at once when pending."""
+        cron_time = s.next_run_at
+        promise_id = expand(s.promise_id, s.id, cron_time)
+        store = self.store
+        if store.get_promise(promise_id) is None:
+            tags = {**s.promise_tags, SCHEDULE_TAG: s.id, **dict.fromkeys(LINEAGE_TAGS, promise_id)}
+            timeout_at = cron_time + s.promise_timeout
+            target = tags.get(TARGET_TAG)
+            pending = Promise(id=promise_id, state="pending", param=s.promise_param, value=EMPTY_VALUE,
+                              tags=tags, timeout_at=timeout_at, created_at=cron_time, settled_at=None)
+            if now >= timeout_at:
+                store.set_promise(pending.timed_out())
+                if target is not None:
+                    store.set_task(Task(id=promise_id, state="fulfilled", version=0))
+            else:
+                store.set_promise(pending)
+                if target is not None:
+                    store.set_promise_timeout(promise_id, timeout_at)
+                    store.set_task(Task(id=promise_id, state="pending", version=0))
+                    store.set_task_timeout(promise_id, 0, now + self.retry_timeout)
+                    store.set_message(target, execute_message(promise_id, 0))
+        return replace(s, last_run_at=cron_time, next_run_at=next_run(compile_cron(s.cron), cron_time))
 
     def on_promise_timeout(self, promise_id: str, now: int) -> dict[str, Json]:
         """Settle a pending promise at its timeout and release everything waiting on it."""
@@ -235,6 +274,8 @@ class ScheduleServer:
         (set-wise when no registrations make their order observable); then that schedule
         fires, which may arm new due promise timeouts, and the search starts again."""
         fired: list[dict[str, str]] = []
+        if self.profile == "deployed":
+            return self._deployed_tick(now)
         with self.store.transaction():
             while True:
                 schedule_due = self.store.first_due_schedule_timeout(now)
@@ -254,13 +295,27 @@ class ScheduleServer:
         return {"status": 200, "fired": fired}
 
 
+    def _deployed_tick(self, now: int) -> dict[str, Json]:
+        """One pass of the deployed server's timeout processing: the due promise timeouts,
+        then each schedule due at the start of the pass once, by (timeout, id)."""
+        fired: list[dict[str, str]] = []
+        with self.store.transaction():
+            for promise_id in self.store.due_promise_timeouts(now):
+                self._on_promise_timeout(promise_id, now)
+                fired.append({"kind": "promise", "id": promise_id})
+            for schedule_id in self.store.due_schedule_timeouts(now):
+                self._on_schedule_timeout(schedule_id, now)
+                fired.append({"kind": "schedule", "id": schedule_id})
+        return {"status": 200, "fired": fired}
+
+
 # ---- routes: operations.md op -> arguments checked -> typed handler --------------------
 
 Route = Callable[[ScheduleServer, dict[str, Json], int], dict[str, Json]]
 
 
 def _search(server: ScheduleServer, args: dict[str, Json], now: int) -> dict[str, Json]:
-    return server.schedule_search(now)
+    return server.schedule_search(parse_search(args) if server.profile == "deployed" else None, now)
 
 
 def _tick(server: ScheduleServer, args: dict[str, Json], now: int) -> dict[str, Json]:

@@ -25,6 +25,11 @@ NEVER = MAX_TIME + 1
 TIMER_TAG = "resonate:timer"
 TARGET_TAG = "resonate:target"
 DELAY_TAG = "resonate:delay"
+#: Added by the deployed server to each occurrence's promise (profile `deployed`).
+SCHEDULE_TAG = "resonate:schedule"
+LINEAGE_TAGS = ("resonate:origin", "resonate:branch", "resonate:parent", "resonate:prefix")
+#: schedule.search page sizes of the deployed server.
+SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 10, 1000
 ID_PLACEHOLDER = "{{.id}}"
 TIMESTAMP_PLACEHOLDER = "{{.timestamp}}"
 
@@ -283,3 +288,23 @@ def parse_promise_create(args: Json) -> PromiseCreate:
 
 def parse_id(args: Json) -> str:
     return check_id(check_args(args, ("id",))["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    tags: Tags
+    limit: int
+    cursor: str | None
+
+
+def parse_search(args: Json) -> SearchRequest:
+    """schedule.search as the deployed server reads it: optional tag filter, limit, cursor."""
+    args = check_args(args, (), ("tags", "limit", "cursor"))
+    limit = args.get("limit", SEARCH_DEFAULT_LIMIT)
+    if type(limit) is not int or not 1 <= limit <= SEARCH_MAX_LIMIT:
+        raise InvalidRequest(f"limit must be an integer in [1, {SEARCH_MAX_LIMIT}], got {limit!r}")
+    cursor = args.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidRequest(f"cursor must be a string, not {type(cursor).__name__}")
+    tags = args.get("tags")
+    return SearchRequest(tags={} if tags is None else check_tags(tags, "tags"), limit=limit, cursor=cursor)

@@ -296,6 +296,20 @@ class Store:
             (s.id, s.cron, s.promise_id, s.promise_timeout, dumps(s.promise_param.to_json()),
              dumps(s.promise_tags), s.next_run_at, s.last_run_at, s.created_at))
 
+    def search_schedules(self, tags: Tags, cursor: str | None, limit: int) -> list[Schedule]:
+        """Up to `limit` schedules after `cursor` whose promiseTags hold every pair of `tags`,
+        by id (SQLite's binary order of UTF-8 text is code-point order)."""
+        rows = self.db.execute(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE ? IS NULL OR id > ? "
+                               "ORDER BY id", (cursor, cursor))
+        found: list[Schedule] = []
+        for row in rows:
+            s = _schedule(row)
+            if all(s.promise_tags.get(key) == value for key, value in tags.items()):
+                found.append(s)
+                if len(found) == limit:
+                    break
+        return found
+
     def del_schedule(self, schedule_id: str) -> None:
         self.db.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,))
 
@@ -327,6 +341,11 @@ class Store:
         row = self.db.execute("SELECT timeout, id FROM schedule_timeouts WHERE timeout <= ? "
                               "ORDER BY timeout, id LIMIT 1", (now,)).fetchone()
         return None if row is None else (row[0], row[1])
+
+    def due_schedule_timeouts(self, now: int) -> list[str]:
+        """Ids of the schedule timeouts at or before `now`, by (timeout, id)."""
+        return [row[0] for row in self.db.execute(
+            "SELECT id FROM schedule_timeouts WHERE timeout <= ? ORDER BY timeout, id", (now,))]
 
     def due_promise_timeouts(self, bound: int) -> list[str]:
         """Ids of the promise timeouts at or before `bound`, in firing order."""

@@ -25,13 +25,27 @@ def _by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in records}
 
 
-def occurrences(schedule: dict[str, Any], now: int) -> list[int]:
-    """The cronTimes a firing at `now` owes: nextRunAt and every following tick up to now."""
+def occurrences(schedule: dict[str, Any], now: int, profile: str = "lean") -> list[int]:
+    """The cronTimes a firing at `now` owes: nextRunAt and every following tick up to now;
+    under `deployed` (DEP-02) only the earliest of them, one per pass."""
     due, t = [], schedule["nextRunAt"]
     while t <= now:
         due.append(t)
+        if profile == "deployed":
+            break
         t = next_run(schedule["cron"], t)
     return due
+
+
+#: Tags the deployed server adds to an occurrence's promise (DEP-03), each the promise's id.
+DEPLOYED_LINEAGE_TAGS = ("resonate:origin", "resonate:branch", "resonate:parent", "resonate:prefix")
+
+
+def occurrence_tags(schedule: dict[str, Any], promise_id: str, profile: str) -> dict[str, str]:
+    if profile != "deployed":
+        return schedule["promiseTags"]
+    return {**schedule["promiseTags"], "resonate:schedule": schedule["id"],
+            **dict.fromkeys(DEPLOYED_LINEAGE_TAGS, promise_id)}
 
 
 def fired_schedules(step: Step) -> list[str]:
@@ -152,7 +166,9 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
     Each tick's promise must exist afterwards; a tick whose id was new is created from the
     schedule with timeoutAt = cronTime + promiseTimeout and createdAt = the `now` the tick
     was created at (cronTime under `lean`, the firing time under `server`), or timeoutAt if
-    it was born expired. No promise appears that is not one of the fired ticks."""
+    it was born expired; under `deployed` only the earliest owed tick fires, created at its
+    cronTime with the deployed server's lineage tags. No promise appears that is not one of
+    the fired ticks."""
     now = step["now"]
     schedules_before = _by_id(before["schedules"])
     schedules_after = _by_id(after["schedules"])
@@ -163,7 +179,7 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
         s = schedules_before.get(id)
         if s is None:
             continue
-        ticks = occurrences(s, now)
+        ticks = occurrences(s, now, profile)
         reached("SP-01.fired")
         fired = schedules_after.get(id)
         expected_last = ticks[-1] if ticks else s["lastRunAt"]
@@ -175,8 +191,11 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
             created_at = cron_time if profile == "lean" else now
             timeout_at = cron_time + s["promiseTimeout"]
             owed.setdefault(promise_id, {
-                "param": s["promiseParam"], "tags": s["promiseTags"], "timeoutAt": timeout_at,
-                "createdAt": created_at if timeout_at > created_at else timeout_at})
+                "param": s["promiseParam"], "tags": occurrence_tags(s, promise_id, profile),
+                "timeoutAt": timeout_at,
+                # deployed (DEP-03): created at the cronTime, expired or not
+                "createdAt": cron_time if profile == "deployed"
+                else created_at if timeout_at > created_at else timeout_at})
     for promise_id, fields in owed.items():
         p = promises_after.get(promise_id)
         if p is None:
@@ -190,11 +209,14 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
 
 
 def firing_leaves_nothing_due(before: State, step: Step, after: State, profile: str) -> bool:
-    """SP-02: after a tick nothing is due: every schedule's nextRunAt and promise timeout > now."""
+    """SP-02: after a tick nothing is due: every schedule's nextRunAt and promise timeout > now.
+    Under `deployed` a pass fires each schedule once (DEP-02), so only promise timeouts."""
     if step["op"] != "tick" or step["result"].get("status") != 200:
         return True
     now = step["now"]
     reached("SP-02.tick")
+    if profile == "deployed":
+        return all(t["timeout"] > now for t in after["promiseTimeouts"])
     return (all(t["timeout"] > now for t in after["scheduleTimeouts"])
             and all(t["timeout"] > now for t in after["promiseTimeouts"])
             and all(s["nextRunAt"] > now for s in after["schedules"]))
@@ -206,7 +228,7 @@ def occurrence_ids_unique(before: State, step: Step, after: State, profile: str)
         s = _by_id(before["schedules"]).get(id)
         if s is None:
             continue
-        ticks = occurrences(s, step["now"])
+        ticks = occurrences(s, step["now"], profile)
         reached("SP-06.fired")
         if len({expand(s["promiseId"], s["id"], t) for t in ticks}) != len(ticks):
             return False

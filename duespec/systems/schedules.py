@@ -22,14 +22,14 @@ from duespec.spec import schedules_properties as spec
 from duespec.systems import System
 from duespec.targets.interface import Json
 
-PROFILES = ("lean", "server")
+PROFILES = ("lean", "server", "deployed")
 DEFAULT_RETRY_TIMEOUT = 5000
 
 MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
 
 
 def config_of(config: dict[str, Json]) -> model.Config:
-    """operations.md config: {"profile": "lean" | "server", "retry_timeout": int}."""
+    """operations.md config: {"profile": "lean" | "server" | "deployed", "retry_timeout": int}."""
     unknown = set(config) - {"profile", "retry_timeout"}
     if unknown:
         raise ValueError(f"schedules config takes profile and retry_timeout, not {sorted(unknown)}")
@@ -226,7 +226,9 @@ class SchedulesMachine(LockstepMachine):
                                      "promiseTags": tags})
 
     @rule(op=st.sampled_from(("schedule.get", "schedule.search")), id=st.sampled_from(SCHEDULE_IDS),
-          search=st.sampled_from(({}, {"limit": 10}, {"cursor": "nightly", "limit": 1})))
+          search=st.sampled_from(({}, {"limit": 10}, {"cursor": "nightly", "limit": 1}, {"limit": 1},
+                                 {"tags": TARGET}, {"tags": {"resonate:timer": "true"}, "limit": 2},
+                                 {"limit": 0})))
     def read_schedules(self, op: str, id: str, search: dict[str, Json]) -> None:
         self.act(op, {"id": id} if op == "schedule.get" else search)
 
@@ -359,7 +361,7 @@ REQUIRED_TAGS = frozenset({
     "S-01.absent", "S-01.found",
     "S-02.created", "S-02.exists", "S-02.invalid",
     "S-03.absent", "S-03.deleted",
-    "S-04.not_implemented",
+    "S-04.answered",
     "P-01.absent", "P-01.pending", "P-01.projected", "P-01.settled", "P-01.invalid",
     "P-02.pending", "P-02.pending_external", "P-02.dispatched", "P-02.delayed", "P-02.delay_passed",
     "P-02.expired_at_creation", "P-02.expired_at_creation_task", "P-02.exists",
@@ -380,7 +382,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "schedule.create": ("id", "cron", "promiseId", "promiseTimeout", "promiseParam", "promiseTags"),
     "schedule.get": ("id",),
     "schedule.delete": ("id",),
-    "schedule.search": ("limit", "cursor"),
+    "schedule.search": ("tags", "limit", "cursor"),
     "promise.create": ("id", "timeoutAt", "param", "tags"),
     "promise.get": ("id",),
     "schedule.timeout": ("id",),

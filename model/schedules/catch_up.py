@@ -3,7 +3,8 @@
 The Lean recurses once per occurrence; a loop here, so a year of minutely ticks does not
 exhaust Python's stack. The `now` handed to promiseCreate is the one reading the spec
 leaves open (X-05): the occurrence's own cronTime under profile `lean`, the real firing
-time under profile `server`."""
+time under profile `server`. Profile `deployed` (DEP-02, DEP-03) fires only the earliest
+owed occurrence per pass, as the deployed Rust server does."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ from duespec.model.schedules.clock import NEVER, next_run
 from duespec.model.schedules.expand import expand
 from duespec.model.schedules.p02_promise_create import promise_create
 from duespec.model.schedules.requests import PromiseCreateReq
-from duespec.model.schedules.state import Schedule, ServerState
+from duespec.model.schedules.state import (
+    RETRY, Execute, PromiseObject, Schedule, ServerState, TaskObject, get_promise, is_timer,
+    set_message, set_promise, set_promise_timeout, set_task, set_task_timeout, tags_get,
+)
+
+#: Tags the deployed server adds to every occurrence's promise (DEP-03): the schedule's id,
+#: and the promise's own id as its origin, branch, parent and prefix.
+DEPLOYED_LINEAGE_TAGS = ("resonate:origin", "resonate:branch", "resonate:parent", "resonate:prefix")
 
 
 def catch_up(state: ServerState, now: int, s: Schedule) -> Schedule:
+    if state.config.profile == "deployed":
+        return deployed_pass(state, now, s)
     while s.next_run_at <= now:
         reached("TO-02.occurrence")
         cron_time = s.next_run_at
@@ -37,3 +47,56 @@ def catch_up(state: ServerState, now: int, s: Schedule) -> Schedule:
         reached("X-04.end_of_time")
     reached("TO-02.caught_up")
     return s
+
+
+def deployed_pass(state: ServerState, now: int, s: Schedule) -> Schedule:
+    """DEP-02: one occurrence (the earliest owed) per pass, created as DEP-03 says."""
+    if s.next_run_at > now:
+        reached("TO-02.caught_up")
+        return s
+    reached("TO-02.occurrence")
+    reached("DEP-02.one_occurrence")
+    cron_time = s.next_run_at
+    deployed_occurrence(state, s, cron_time, now)
+    reached("X-01.next_after_cron_time")
+    s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, cron_time))
+    if s.next_run_at <= now:
+        reached("DEP-02.still_owed")
+    if s.next_run_at == NEVER:
+        reached("X-04.end_of_time")
+    reached("TO-02.caught_up")
+    return s
+
+
+def deployed_occurrence(state: ServerState, s: Schedule, cron_time: int, now: int) -> None:
+    """DEP-03: the deployed server's occurrence. Created at its cronTime; expired iff the
+    firing time has reached cronTime + promiseTimeout (then settled at its timeout, task
+    fulfilled); else pending with its promise timeout, a task retried at now +
+    retry_timeout and an execute message at once, `resonate:delay` notwithstanding.
+    An id already taken creates nothing."""
+    promise_id = expand(s.promise_id, s.id, cron_time)
+    if get_promise(state, promise_id) is not None:
+        reached("DEP-03.exists")
+        return
+    tags = {**s.promise_tags, "resonate:schedule": s.id,
+            **{key: promise_id for key in DEPLOYED_LINEAGE_TAGS}}
+    timeout_at = cron_time + s.promise_timeout
+    target = tags_get(tags, "resonate:target")
+    if now >= timeout_at:
+        reached("DEP-03.expired_at_firing")
+        set_promise(state, PromiseObject(
+            id=promise_id, state="resolved" if is_timer(tags) else "rejected_timedout",
+            param=s.promise_param, tags=tags, timeout_at=timeout_at, created_at=cron_time,
+            settled_at=timeout_at))
+        if target is not None:
+            set_task(state, TaskObject(id=promise_id, state="fulfilled", version=0))
+        return
+    reached("DEP-03.pending")
+    set_promise(state, PromiseObject(id=promise_id, state="pending", param=s.promise_param, tags=tags,
+                                     timeout_at=timeout_at, created_at=cron_time))
+    if target is None:
+        return
+    set_promise_timeout(state, promise_id, timeout_at)
+    set_task(state, TaskObject(id=promise_id, state="pending", version=0))
+    set_task_timeout(state, promise_id, RETRY, now + state.config.retry_timeout)
+    set_message(state, target, Execute(promise_id, 0))

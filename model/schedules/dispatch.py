@@ -33,6 +33,9 @@ def res_json(res: Res) -> dict[str, Json]:
         out["schedule"] = schedule_json(res.schedule)
     if res.promise is not None:
         out["promise"] = promise_record_json(res.promise)
+    if res.schedules is not None:
+        out["schedules"] = [schedule_json(s) for s in res.schedules]
+        out["cursor"] = res.cursor
     return out
 
 
@@ -56,7 +59,7 @@ OPERATIONS: dict[str, tuple[str, Callable[[ServerState, Json, int], dict[str, Js
     "schedule.get": ("S-01", lambda st, a, now: res_json(schedule_get(st, id_req(a), now))),
     "schedule.create": ("S-02", lambda st, a, now: res_json(schedule_create(st, schedule_create_req(a, now), now))),
     "schedule.delete": ("S-03", lambda st, a, now: res_json(schedule_delete(st, id_req(a), now))),
-    "schedule.search": ("S-04", lambda st, a, now: res_json(schedule_search(st, now))),
+    "schedule.search": ("S-04", lambda st, a, now: res_json(schedule_search(st, a, now))),
     "promise.get": ("P-01", lambda st, a, now: res_json(promise_get(st, id_req(a), now))),
     "promise.create": ("P-02", lambda st, a, now: res_json(promise_create(st, promise_create_req(a), now))),
     "schedule.timeout": ("TO-03", _schedule_timeout),

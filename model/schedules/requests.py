@@ -158,6 +158,25 @@ def promise_create_req(args: Json) -> PromiseCreateReq:
     )
 
 
+@dataclass(frozen=True)
+class SearchReq:
+    """ScheduleSearchReq as the deployed server reads it (profile `deployed`, DEP-04)."""
+
+    tags: dict[str, str] | None
+    limit: int | None
+    cursor: str | None
+
+
+def search_req(args: Json) -> SearchReq:
+    args = exact_args(args, (), ("tags", "limit", "cursor"))
+    tags, limit, cursor = args.get("tags"), args.get("limit"), args.get("cursor")
+    if limit is not None and type(limit) is not int:
+        raise Invalid(f"limit must be an integer, got {limit!r}")
+    if cursor is not None and not isinstance(cursor, str):
+        raise Invalid(f"cursor must be a string, got {cursor!r}")
+    return SearchReq(tags=None if tags is None else tags_value(tags, "tags"), limit=limit, cursor=cursor)
+
+
 def id_req(args: Json) -> IdReq:
     return IdReq(id=id_value(exact_args(args, ("id",))["id"]))
 
@@ -170,3 +189,6 @@ class Res:
     schedule: Schedule | None = None
     #: Answered as Lean `toRecord`: callbacks and listeners are not part of a response.
     promise: PromiseObject | None = None
+    #: schedule.search under profile `deployed` (DEP-04): one page and the cursor after it.
+    schedules: tuple[Schedule, ...] | None = None
+    cursor: str | None = None

@@ -1,4 +1,7 @@
-"""S-02 schedule.create: idempotent by id; a new schedule is armed at its first tick."""
+"""S-02 schedule.create: idempotent by id; a new schedule is armed at its first tick.
+
+Profile `deployed` also requires a `resonate:target` in promiseTags (DEP-01), checked
+before the lookup like every other 400."""
 
 from __future__ import annotations
 
@@ -9,6 +12,10 @@ from duespec.model.schedules.state import Schedule, ServerState, get_schedule, s
 
 
 def schedule_create(state: ServerState, req: ScheduleCreateReq, now: int) -> Res:
+    if state.config.profile == "deployed" and "resonate:target" not in req.promise_tags:
+        reached("DEP-01.missing_target")
+        reached("S-02.invalid")
+        return Res(400)
     existing = get_schedule(state, req.id)
     if existing is not None:
         reached("S-02.exists")

@@ -16,7 +16,7 @@ from typing import Literal, Mapping
 
 PromiseState = Literal["pending", "resolved", "rejected", "rejected_canceled", "rejected_timedout"]
 TaskState = Literal["pending", "acquired", "suspended", "halted", "fulfilled"]
-Profile = Literal["lean", "server"]
+Profile = Literal["lean", "server", "deployed"]
 Tags = Mapping[str, str]
 
 #: Lean TaskTimeout.kind: 0 = pending retry, 1 = lease expiration.

@@ -2,7 +2,8 @@
 
 The Lean has no dispatcher; docs/operations.md fixes one so two targets can be compared:
 smallest (timeout, kind, id) first, promise before schedule, until nothing is due. Task
-timeouts are not fired: their handlers are outside the schedules scope."""
+timeouts are not fired: their handlers are outside the schedules scope. Profile `deployed`
+makes one pass instead (DEP-02)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def next_due(state: ServerState, now: int) -> tuple[str, str] | None:
 
 
 def tick(state: ServerState, now: int) -> list[dict[str, str]]:
+    if state.config.profile == "deployed":
+        return deployed_tick(state, now)
     fired = []
     while (due := next_due(state, now)) is not None:
         kind, id = due
@@ -37,6 +40,24 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
             reached("ENV-01.schedule")
             on_schedule_timeout(state, id, now)
         fired.append({"kind": kind, "id": id})
+    if not fired:
+        reached("ENV-01.idle")
+    return fired
+
+
+def deployed_tick(state: ServerState, now: int) -> list[dict[str, str]]:
+    """DEP-02: one pass, as the deployed server's timeout processing: every due promise
+    timeout, then every schedule due at the start of the pass once, by (timeout, id). A
+    schedule that still owes occurrences stays due for the next pass."""
+    fired = []
+    for timeout, id in sorted((t, id) for id, t in state.promise_timeouts.items() if t <= now):
+        reached("ENV-01.promise")
+        on_promise_timeout(state, id, now)
+        fired.append({"kind": "promise", "id": id})
+    for timeout, id in sorted((t, id) for id, t in state.schedule_timeouts.items() if t <= now):
+        reached("ENV-01.schedule")
+        on_schedule_timeout(state, id, now)
+        fired.append({"kind": "schedule", "id": id})
     if not fired:
         reached("ENV-01.idle")
     return fired

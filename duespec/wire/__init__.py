@@ -1,0 +1,1 @@
+"""Resonate on the wire: the HTTP envelope protocol, `duespec serve`, and the HTTP target."""
