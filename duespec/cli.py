@@ -8,7 +8,7 @@ import sys
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
-            "duespec.traces.replay", "duespec.traces.itf")
+            "duespec.traces.replay", "duespec.traces.itf", "duespec.wire.serve")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -19,18 +19,23 @@ from duespec.targets.interface import Json, Target, TargetFactory, comparable, r
 class Divergence(AssertionError):
     """The target answered differently from the oracle."""
 
-    def __init__(self, step: dict[str, Json], kind: str, expected: Json, actual: Json):
+    def __init__(self, step: dict[str, Json], kind: str, expected: Json, actual: Json,
+                 exchange: str | None = None):
         self.step, self.kind, self.expected, self.actual = step, kind, expected, actual
-        super().__init__(describe_divergence(step, kind, expected, actual))
+        super().__init__(describe_divergence(step, kind, expected, actual, exchange))
 
 
-def describe_divergence(step: dict[str, Json], kind: str, expected: Json, actual: Json) -> str:
+def describe_divergence(step: dict[str, Json], kind: str, expected: Json, actual: Json,
+                        exchange: str | None = None) -> str:
+    """`exchange`: what the target says went over the wire for the step (an HTTP target's
+    request and response bodies), shown under the difference."""
     where = f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} at now={step['now']}"
     if kind == "response":
-        return f"{where}\n  expected response: {_dump(expected)}\n  actual response:   {_dump(actual)}"
-    return f"{where}\n  state differs after the step:\n" + "\n".join(
-        "    " + line for line in state_diff(expected, actual)
-    )
+        text = f"{where}\n  expected response: {_dump(expected)}\n  actual response:   {_dump(actual)}"
+    else:
+        text = f"{where}\n  state differs after the step:\n" + "\n".join(
+            "    " + line for line in state_diff(expected, actual))
+    return text if exchange is None else text + "\n  " + exchange.replace("\n", "\n  ")
 
 
 def state_diff(expected: Json, actual: Json, path: str = "$") -> list[str]:
@@ -89,7 +94,8 @@ class LockstepMachine(RuleBasedStateMachine):
         type(self).total_steps += 1
         actual = self.target.step(op, args, now)
         if not responses_agree(expected, actual):
-            raise Divergence(step, "response", comparable(expected), comparable(actual))
+            raise Divergence(step, "response", comparable(expected), comparable(actual),
+                             getattr(self.target, "last_exchange", None))
         return expected
 
     @invariant()
@@ -98,7 +104,8 @@ class LockstepMachine(RuleBasedStateMachine):
             return
         expected, actual = self.oracle.observe(), self.target.observe()
         if not same_json(expected, actual):
-            raise Divergence(self.steps[-1], "state", expected, actual)
+            raise Divergence(self.steps[-1], "state", expected, actual,
+                             getattr(self.target, "last_exchange", None))
 
     def teardown(self) -> None:
         self.oracle.close()

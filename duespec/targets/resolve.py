@@ -5,6 +5,7 @@
     pkg.module:factory    a Python object; factory() returns a Target (a class works)
     stdio:COMMAND ARGS    any program speaking docs/protocol.md, e.g.
                           "stdio:node examples/node-duebook/duebook.js"
+    http://HOST:PORT      a schedules server speaking Resonate's HTTP protocol (duespec serve)
 
 The `stdio:` prefix is reserved, so a Python module named `stdio` is written with its
 package path. COMMAND is split like a POSIX shell would (quotes group words) but never run
@@ -30,7 +31,8 @@ T = TypeVar("T")
 STDIO_PREFIX = "stdio:"
 
 SPEC_HELP = ('"model", "impl", "package.module:factory" (a Python callable returning a '
-             'Target) or "stdio:COMMAND ..." (a program speaking docs/protocol.md)')
+             'Target), "stdio:COMMAND ..." (a program speaking docs/protocol.md) or '
+             '"http://HOST:PORT" (a schedules server speaking Resonate\'s HTTP protocol)')
 
 
 class TargetSpecError(ValueError):
@@ -54,9 +56,22 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
             raise TargetSpecError(f"{spec!r} names no command; e.g. "
                                   f'"stdio:node examples/node-duebook/duebook.js"')
         return StdioTargetFactory(command, system.name, timeout=timeout, start_timeout=start_timeout)
+    if spec.startswith(("http://", "https://")):
+        return _http_factory(system, spec, timeout)
     if ":" in spec:
         return WatchedFactory(_import_factory(spec), timeout, spec)
     raise TargetSpecError(f"unknown target {spec!r}; a target is {SPEC_HELP}")
+
+
+def _http_factory(system: System, spec: str, timeout: float) -> TargetFactory:
+    from duespec.wire.http_target import HttpTargetFactory, check_url
+
+    if system.name != "schedules":
+        raise TargetSpecError(f"{spec!r}: HTTP targets speak Resonate's protocol, so only for schedules")
+    problem = check_url(spec)
+    if problem:
+        raise TargetSpecError(problem)
+    return HttpTargetFactory(spec, timeout)
 
 
 def _import_factory(spec: str) -> TargetFactory:

@@ -1,0 +1,123 @@
+"""`--target http://HOST:PORT`: a schedules server reached over Resonate's HTTP protocol.
+
+Each operations.md step becomes one envelope with `now` pinned in the head; `tick` is
+`debug.tick`, the single timeouts are duespec's debug kinds, `reset` is `debug.reset` with
+the config as data and `observe` is `debug.snap`. The server must answer debug.snap with
+the docs/operations.md state (duespec serve does). The last exchange is kept as text so a
+divergence report can show the request and response bodies of the failing step.
+"""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+from urllib.parse import urlsplit
+
+from duespec.targets.interface import Json, TargetError
+from duespec.wire.envelope import (
+    PROTOCOL_VERSION, ProtocolViolation, check_envelope, op_envelope, op_response,
+)
+
+#: Longest body shown in a divergence report.
+SHOWN_BODY = 2000
+
+
+class HttpTarget:
+    def __init__(self, url: str, timeout: float) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
+                                                     timeout=timeout)
+        self.corr_ids = itertools.count(1)
+        #: The request and response bodies of the last step, for divergence reports.
+        self.last_exchange: str | None = None
+
+    def reset(self, config: dict[str, Json]) -> None:
+        status, data, _ = self._call("debug.reset", dict(config))
+        if status != 200:
+            raise TargetError(f"{self.url} refused debug.reset {json.dumps(config)}: {status} {data}")
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        corr_id = f"duespec-{next(self.corr_ids)}"
+        request = op_envelope(op, args, now, corr_id)
+        http_status, answer, exchange = self._post(request)
+        self.last_exchange = exchange
+        try:
+            status, data = check_envelope(answer, request["kind"], corr_id, http_status)
+            return op_response(op, status, data)
+        except ProtocolViolation as error:
+            raise TargetError(f"{self.url} broke the protocol on {op}: {error}\n{exchange}") from None
+
+    def observe(self) -> dict[str, Json]:
+        status, data, exchange = self._call("debug.snap", {})
+        if status != 200 or not isinstance(data, dict):
+            raise TargetError(f"{self.url} answered debug.snap with {status}\n{exchange}")
+        return data
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def _call(self, kind: str, data: dict[str, Json]) -> tuple[int, Json, str]:
+        corr_id = f"duespec-{next(self.corr_ids)}"
+        request = {"kind": kind, "head": {"corrId": corr_id, "version": PROTOCOL_VERSION}, "data": data}
+        http_status, answer, exchange = self._post(request)
+        try:
+            status, data = check_envelope(answer, kind, corr_id, http_status)
+        except ProtocolViolation as error:
+            raise TargetError(f"{self.url} broke the protocol on {kind}: {error}\n{exchange}") from None
+        return status, data, exchange
+
+    def _post(self, request: dict[str, Json]) -> tuple[int, Json, str]:
+        body = json.dumps(request)
+        for attempt in (1, 2):  # a kept-alive connection the server closed is reopened once
+            try:
+                self.connection.request("POST", "/", body=body.encode(),
+                                        headers={"Content-Type": "application/json"})
+                response = self.connection.getresponse()
+                text = response.read().decode("utf-8", errors="replace")
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
+                self.connection.close()
+                if attempt == 2:
+                    raise TargetError(f"{self.url} dropped the connection: {error}") from None
+            except (OSError, http.client.HTTPException) as error:
+                self.connection.close()
+                raise TargetError(f"cannot reach {self.url}: {type(error).__name__}: {error}") from None
+        exchange = (f"HTTP exchange: POST {self.url}/\n  request:  {_cut(body)}\n"
+                    f"  response: {response.status} {_cut(text)}")
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            raise TargetError(f"{self.url} answered with a body that is not JSON\n{exchange}") from None
+        return response.status, answer, exchange
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_BODY else text[:SHOWN_BODY] + f"... ({len(text)} chars)"
+
+
+class HttpTargetFactory:
+    """Fresh HttpTargets for one server; `name` is what reports print."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url, self.timeout, self.name = url.rstrip("/"), timeout, url
+
+    def __call__(self) -> HttpTarget:
+        return HttpTarget(self.url, self.timeout)
+
+
+def check_url(url: str) -> str | None:
+    """Why `url` cannot name an HTTP target, or None if it can."""
+    parts = urlsplit(url)
+    if parts.scheme != "http":
+        return f"{url!r}: only http:// is spoken (run TLS in front of duespec, not inside it)"
+    if not parts.hostname:
+        return f"{url!r} names no host; e.g. http://127.0.0.1:8001"
+    try:
+        parts.port
+    except ValueError as error:
+        return f"{url!r}: {error}"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return f"{url!r}: the protocol has one endpoint, POST /; give the server's root"
+    return None
