@@ -1,0 +1,93 @@
+"""Drive `duespec serve` with the published Resonate Python SDK (resonate-sdk, Python >= 3.12).
+
+Run by tests/test_resonate_sdk.py in its own 3.12 virtualenv, never imported by pytest:
+argv[1] is the server's URL. Every call goes through the SDK's HttpConnection, Transport
+and Sender (which check kind and corrId echoes and parse the records with msgspec); the
+clock is moved with debug.tick, sent as a raw envelope over the same HttpConnection,
+since the SDK has no call for it. Prints one JSON object of what it saw; any surprise is
+an AssertionError (exit 1).
+"""
+
+import asyncio
+import json
+import sys
+
+from resonate.codec import Codec, NoopEncryptor
+from resonate.connections.http import HttpConnection
+from resonate.error import ServerError
+from resonate.promises import Promises
+from resonate.schedules import Schedules
+from resonate.send import Sender
+from resonate.transport import Transport
+from resonate.types import Value
+
+MINUTE, HOUR = 60_000, 3_600_000
+TARGET = {"resonate:target": "poll://any@workers"}
+
+
+async def tick(connection: HttpConnection, time: int) -> dict:
+    body = {"kind": "debug.tick", "head": {"corrId": f"tick-{time}", "version": "2026-04-01"},
+            "data": {"time": time}}
+    answer = json.loads(await connection.send(json.dumps(body)))
+    assert answer["head"]["status"] == 200, answer
+    return answer
+
+
+async def main(url: str) -> dict:
+    connection = HttpConnection(url)
+    await connection.start()
+    sender = Sender(Transport(connection), None)
+    codec = Codec(NoopEncryptor())
+    schedules, promises = Schedules(sender, codec), Promises(sender, codec)
+    seen: dict = {}
+    try:
+        created = await schedules.create("nightly", "* * * * *", "{{.id}}.{{.timestamp}}", HOUR,
+                                         Value(data={"report": "daily"}), TARGET)
+        fetched = await schedules.get("nightly")
+        assert fetched == created, (fetched, created)
+        seen["schedule"] = {"id": created.id, "cron": created.cron, "promiseId": created.promise_id,
+                            "createdAt": created.created_at, "tags": created.promise_tags}
+        try:
+            await schedules.create("untargeted", "* * * * *", "{{.id}}.{{.timestamp}}", HOUR,
+                                   Value(data=None), {})
+            seen["untargeted_status"] = 200
+        except ServerError as error:
+            seen["untargeted_status"] = error.code
+
+        now = created.created_at
+        promise = await promises.create("greeting", now + HOUR, Value(data="hello"), {"kind": "demo"})
+        again = await promises.get("greeting")
+        seen["promise"] = {"state": again.state, "param": again.param.data,
+                           "tags": again.tags, "same": again == promise}
+
+        # The schedule's first three ticks: the minute boundaries after its creation.
+        first = (now // MINUTE + 1) * MINUTE
+        ticks = [first, first + MINUTE, first + 2 * MINUTE]
+        for _ in ticks:  # the deployed reading fires one occurrence per pass
+            await tick(connection, ticks[-1])
+        occurrences = []
+        for cron_time in ticks:
+            record = await promises.get(f"nightly.{cron_time}")
+            occurrences.append({"id": record.id, "state": record.state, "timeoutAt": record.timeout_at,
+                                "createdAt": record.created_at, "param": record.param.data,
+                                "schedule_tag": record.tags.get("resonate:schedule")})
+        seen["occurrences"] = occurrences
+        try:
+            await promises.get(f"nightly.{ticks[-1] + MINUTE}")
+            seen["beyond"] = 200
+        except ServerError as error:
+            seen["beyond"] = error.code
+
+        await schedules.delete("nightly")
+        try:
+            await schedules.get("nightly")
+            seen["after_delete"] = 200
+        except ServerError as error:
+            seen["after_delete"] = error.code
+    finally:
+        await connection.stop()
+    return seen
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(sys.argv[1]))))
