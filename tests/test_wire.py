@@ -1,0 +1,175 @@
+"""`duespec serve` and the HTTP target: a campaign over HTTP holds in every profile, a served
+implementation with a planted bug is caught with a short counterexample that shows the HTTP
+exchange, and hundreds of malformed bodies each get an error status without changing
+anything or killing the server."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from duespec.cli import main
+from duespec.impl.cron import compile_cron
+from duespec.impl.schedules import ScheduleServer
+from duespec.impl.schedules_records import Schedule, next_run
+from duespec.wire.envelope import PROTOCOL_VERSION
+from duespec.wire.serve import ServerThread, WireServer
+from wire_support import Served
+
+SMALL = ["--examples", "8", "--steps", "25", "--progress", "0", "--no-coverage"]
+
+
+@pytest.fixture(scope="module")
+def served():
+    with Served() as server:
+        yield server
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        self.count = 0
+
+    def raw(self, body: bytes) -> tuple[int, dict]:
+        self.connection.request("POST", "/", body=body, headers={"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())
+
+    def send(self, kind: str, data, **head) -> tuple[int, dict]:
+        self.count += 1
+        envelope = {"kind": kind, "head": {"corrId": f"c{self.count}", "version": PROTOCOL_VERSION, **head},
+                    "data": data}
+        return self.raw(json.dumps(envelope).encode())
+
+
+SCHEDULE = {"id": "nightly", "cron": "0 * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+            "promiseTimeout": 60_000, "promiseParam": {"headers": {}, "data": None},
+            "promiseTags": {"resonate:target": "poll://any@workers"}}
+T0 = 1_735_689_600_000
+
+
+def test_a_campaign_over_http_holds_in_every_profile(served: Served, capsys) -> None:
+    code = main(["conform", "schedules", "--target", served.url, "--profile", "all", *SMALL])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert [line.split()[0] for line in out.splitlines() if line.startswith(("HOLDS", "DIVERGES"))] == \
+        ["HOLDS:"] * 3
+
+
+def test_the_envelope_is_answered_as_the_protocol_says(served: Served) -> None:
+    client = Client(served.url)
+    assert client.send("debug.reset", {"profile": "deployed"})[0] == 200
+    status, answer = client.send("schedule.create", SCHEDULE, **{"resonate:debug_time": T0})
+    assert status == 200 and answer["head"] == {"corrId": "c2", "status": 200, "version": PROTOCOL_VERSION}
+    assert answer["kind"] == "schedule.create"
+    assert "lastRunAt" not in answer["data"]["schedule"]          # null fields are left out
+    assert answer["data"]["schedule"]["nextRunAt"] == T0 + 3_600_000
+    # wire defaults: no promiseParam, a Value without headers, as the SDK sends them
+    status, answer = client.send("promise.create", {"id": "p", "timeoutAt": T0 + 5, "param": {"data": "eA=="}},
+                                 **{"resonate:debug_time": T0})
+    assert status == 200 and answer["data"]["promise"]["param"] == {"headers": {}, "data": "eA=="}
+    assert "settledAt" not in answer["data"]["promise"]
+    # strict: the same Value is operations.md-invalid
+    status, answer = client.send("promise.create", {"id": "q", "timeoutAt": T0 + 5, "param": {"data": "eA=="},
+                                                    "tags": {}}, **{"resonate:debug_time": T0, "duespec:strict": True})
+    assert status == 400 and isinstance(answer["data"], str)
+    status, answer = client.send("schedule.search", {"tags": {"resonate:target": "poll://any@workers"}, "limit": 1})
+    assert status == 200 and [s["id"] for s in answer["data"]["schedules"]] == ["nightly"]
+    assert "cursor" not in answer["data"]
+    status, answer = client.send("debug.tick", {"time": T0 + 2 * 3_600_000})
+    assert status == 200 and answer["data"] == [{"kind": "schedule", "id": "nightly"}]   # one per pass
+    status, answer = client.send("debug.tick", {"time": T0}, **{"resonate:debug_time": T0 + 1})
+    assert status == 400                                           # pinned time must equal data.time
+    assert client.send("task.acquire", {})[0] == 501
+    assert client.send("schedule.frobnicate", {})[0] == 400
+    status, snap = client.send("debug.snap", {})
+    assert [p["id"] for p in snap["data"]["promises"]] == [f"nightly.{T0 + 3_600_000}", "p"]
+
+
+class OnlyLatestMissedTick(ScheduleServer):
+    """The planted bug: an outage's catch-up fires only its most recent tick."""
+
+    def _catch_up(self, s: Schedule, now: int) -> Schedule:
+        cron = compile_cron(s.cron)
+        latest = s.next_run_at
+        while latest <= now and next_run(cron, latest) <= now:
+            latest = next_run(cron, latest)
+        return super()._catch_up(replace(s, next_run_at=latest), now)
+
+
+def test_a_served_bug_is_caught_with_a_short_counterexample_showing_the_exchange(tmp_path: Path, capsys) -> None:
+    with ServerThread(WireServer(server_class=OnlyLatestMissedTick)) as server:
+        # seed and budget chosen so the bug is found within ~1300 steps (about 20 s over HTTP)
+        code = main(["conform", "schedules", "--target", server.url, "--examples", "60", "--steps", "20",
+                     "--seed", "12", "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("DIVERGES: schedules [lean]")
+    steps = int(out.split("shrunk counterexample (")[1].split(" steps")[0])
+    assert steps <= 5, out
+    assert "HTTP exchange: POST " in out and '"kind": "debug.' in out and '"status": 200' in out
+    assert list(tmp_path.glob("*.jsonl"))
+
+
+def bad_bodies(rng: random.Random) -> list[bytes]:
+    """At least 200 bodies the protocol must reject, of every kind the issue names."""
+    good = json.dumps({"kind": "schedule.create", "head": {"corrId": "x", "version": PROTOCOL_VERSION,
+                                                           "resonate:debug_time": T0},
+                       "data": {**SCHEDULE, "id": "other"}}).encode()
+    bodies = [good[:cut] for cut in sorted(rng.sample(range(len(good)), 80))]          # truncated JSON
+    head = {"corrId": "x", "version": PROTOCOL_VERSION}
+    for wrong in (None, 1, 1.5, True, "", [], {}, "x" * 10):                            # wrong types
+        bodies.append(json.dumps({"kind": wrong, "head": head, "data": {}}).encode())
+        bodies.append(json.dumps({"kind": "schedule.get", "head": wrong, "data": {"id": "a"}}).encode())
+        bodies.append(json.dumps({"kind": "schedule.get", "head": {**head, "corrId": wrong or 0},
+                                  "data": {"id": "a"}}).encode())
+        bodies.append(json.dumps({"kind": "schedule.get", "head": {**head, "version": wrong},
+                                  "data": {"id": "a"}}).encode())
+        bodies.append(json.dumps({"kind": "schedule.get", "head": head, "data": wrong}).encode()
+                      if wrong != {} else b'{"kind": "schedule.get", "head": {}, "data": {}}')
+        bodies.append(json.dumps({"kind": "schedule.create", "head": {**head, "resonate:debug_time": wrong or -1},
+                                  "data": SCHEDULE}).encode())
+        bodies.append(json.dumps({"kind": "schedule.create", "head": head,
+                                  "data": {**SCHEDULE, "cron": wrong}}).encode())
+        bodies.append(json.dumps({"kind": "debug.tick", "head": head, "data": {"time": wrong}}).encode())
+        bodies.append(json.dumps({"kind": "debug.reset", "head": head, "data": {"profile": wrong}}).encode())
+    for _ in range(30):                                                                 # unknown kinds
+        kind = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz._") for _ in range(rng.randint(1, 20)))
+        bodies.append(json.dumps({"kind": f"x{kind}", "head": head, "data": {}}).encode())
+    bodies += [b"", b"null", b"[]", b"42", b'"envelope"', b"{", b"NaN", b'{"kind": NaN}', b"[" * 5000]
+    bodies += [b"\xff\xfe", b'{"kind": "schedule.get", "head": {"corrId": "\xc3\x28", "version": "x"}}',
+               good.replace(b"nightly", b"\xed\xa0\x80"), b"\x80" * 100, good[:40] + b"\xc0\xaf" + good[40:]]
+    bodies += [b" " * (1024 * 1024 + 1), b'{"kind": "' + b"a" * (2 * 1024 * 1024) + b'"}']   # huge
+    return bodies
+
+
+def test_malformed_bodies_get_error_statuses_and_change_nothing(served: Served) -> None:
+    client = Client(served.url)
+    assert client.send("debug.reset", {"profile": "lean"})[0] == 200
+    assert client.send("schedule.create", SCHEDULE, **{"resonate:debug_time": T0})[0] == 200
+    assert client.send("promise.create", {"id": "p", "timeoutAt": T0 + 10, "param": {"headers": {}, "data": None},
+                                          "tags": {}}, **{"resonate:debug_time": T0})[0] == 200
+    before = client.send("debug.snap", {})[1]["data"]
+    bodies = bad_bodies(random.Random(11))
+    assert len(bodies) >= 200
+    statuses = []
+    for body in bodies:
+        try:
+            status, answer = client.raw(body)
+        except (http.client.HTTPException, ConnectionError):  # the server may close after a huge body
+            client = Client(served.url)
+            continue
+        statuses.append(status)
+        assert status >= 400, (body[:200], answer)
+        assert answer["head"]["status"] == status
+        assert served.alive()
+    assert len(statuses) >= 200
+    assert served.alive()
+    assert Client(served.url).send("debug.snap", {})[1]["data"] == before
