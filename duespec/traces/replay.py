@@ -128,7 +128,8 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
             expected = answer
         actual = _attempt(lambda: subject.step(op, args, now), step, "the target raised")
         if expected is not None and not responses_agree(expected, actual):
-            text = describe_divergence(step, "response", comparable(expected), comparable(actual))
+            text = describe_divergence(step, "response", comparable(expected), comparable(actual),
+                                       getattr(subject, "last_exchange", None))
             if oracle is not None:
                 lines = state_diff(oracle.observe(), _attempt(subject.observe, step, "observe raised"))
                 text += "\n  state after the step (model vs target):\n" + "\n".join(
@@ -142,7 +143,8 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
                                 + _indent(describe_divergence(step, "state", step["state"], want)))
             have = _attempt(subject.observe, step, "the target's observe() raised")
             if not same_json(want, have):
-                raise _Diverged(step, describe_divergence(step, "state", want, have))
+                raise _Diverged(step, describe_divergence(step, "state", want, have,
+                                                          getattr(subject, "last_exchange", None)))
             counts.states_compared += 1
         taken += 1
     return taken
