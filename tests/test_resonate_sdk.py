@@ -79,3 +79,12 @@ def test_the_resonate_sdk_drives_duespec_serve() -> None:
                      "createdAt": cron_time, "param": {"report": "daily"}, "schedule_tag": "nightly"}
     assert seen["beyond"] == 404       # no occurrence beyond the clock
     assert seen["after_delete"] == 404
+
+
+def test_without_python_312_the_test_fails_saying_why(tmp_path, monkeypatch) -> None:
+    import test_resonate_sdk as me
+
+    monkeypatch.setattr(me, "VENV", tmp_path / "venv")
+    monkeypatch.setattr(me, "find_python312", lambda: None)
+    with pytest.raises(pytest.fail.Exception, match="needs Python >= 3.12"):
+        me.sdk_python()

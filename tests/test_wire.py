@@ -123,29 +123,30 @@ def bad_bodies(rng: random.Random) -> list[bytes]:
     good = json.dumps({"kind": "schedule.create", "head": {"corrId": "x", "version": PROTOCOL_VERSION,
                                                            "resonate:debug_time": T0},
                        "data": {**SCHEDULE, "id": "other"}}).encode()
-    bodies = [good[:cut] for cut in sorted(rng.sample(range(len(good)), 80))]          # truncated JSON
+    bodies = [good[:cut] for cut in sorted(rng.sample(range(len(good)), 100))]          # truncated JSON
     head = {"corrId": "x", "version": PROTOCOL_VERSION}
-    for wrong in (None, 1, 1.5, True, "", [], {}, "x" * 10):                            # wrong types
+    bad_times = (-1, 1.5, True, "1", [], {}, 253_402_300_800_000, "soon")
+    for wrong, bad_time in zip((None, 1, 1.5, True, "", [], {}, "x" * 10), bad_times):  # wrong types
         bodies.append(json.dumps({"kind": wrong, "head": head, "data": {}}).encode())
         bodies.append(json.dumps({"kind": "schedule.get", "head": wrong, "data": {"id": "a"}}).encode())
-        bodies.append(json.dumps({"kind": "schedule.get", "head": {**head, "corrId": wrong or 0},
+        bodies.append(json.dumps({"kind": "schedule.get", "head": {**head, "corrId": 7 if isinstance(wrong, str) else wrong},
                                   "data": {"id": "a"}}).encode())
         bodies.append(json.dumps({"kind": "schedule.get", "head": {**head, "version": wrong},
                                   "data": {"id": "a"}}).encode())
         bodies.append(json.dumps({"kind": "schedule.get", "head": head, "data": wrong}).encode()
                       if wrong != {} else b'{"kind": "schedule.get", "head": {}, "data": {}}')
-        bodies.append(json.dumps({"kind": "schedule.create", "head": {**head, "resonate:debug_time": wrong or -1},
+        bodies.append(json.dumps({"kind": "schedule.create", "head": {**head, "resonate:debug_time": bad_time},
                                   "data": SCHEDULE}).encode())
         bodies.append(json.dumps({"kind": "schedule.create", "head": head,
                                   "data": {**SCHEDULE, "cron": wrong}}).encode())
-        bodies.append(json.dumps({"kind": "debug.tick", "head": head, "data": {"time": wrong}}).encode())
+        bodies.append(json.dumps({"kind": "debug.tick", "head": head, "data": {"time": bad_time}}).encode())
         bodies.append(json.dumps({"kind": "debug.reset", "head": head, "data": {"profile": wrong}}).encode())
     for _ in range(30):                                                                 # unknown kinds
         kind = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz._") for _ in range(rng.randint(1, 20)))
         bodies.append(json.dumps({"kind": f"x{kind}", "head": head, "data": {}}).encode())
     bodies += [b"", b"null", b"[]", b"42", b'"envelope"', b"{", b"NaN", b'{"kind": NaN}', b"[" * 5000]
     bodies += [b"\xff\xfe", b'{"kind": "schedule.get", "head": {"corrId": "\xc3\x28", "version": "x"}}',
-               good.replace(b"nightly", b"\xed\xa0\x80"), b"\x80" * 100, good[:40] + b"\xc0\xaf" + good[40:]]
+               good.replace(b"other", b"\xed\xa0\x80"), b"\x80" * 100, good[:40] + b"\xc0\xaf" + good[40:]]
     bodies += [b" " * (1024 * 1024 + 1), b'{"kind": "' + b"a" * (2 * 1024 * 1024) + b'"}']   # huge
     return bodies
 
@@ -173,3 +174,47 @@ def test_malformed_bodies_get_error_statuses_and_change_nothing(served: Served) 
     assert len(statuses) >= 200
     assert served.alive()
     assert Client(served.url).send("debug.snap", {})[1]["data"] == before
+
+
+def test_recorded_traces_replay_over_http_and_a_divergence_shows_the_exchange(served: Served, capsys) -> None:
+    assert main(["replay", "traces/schedules", "--target", served.url]) == 0
+    assert "CONFIRMED" in capsys.readouterr().out
+    with ServerThread(WireServer(server_class=OnlyLatestMissedTick)) as broken:
+        code = main(["replay", "traces/schedules/catch_up_after_outage.jsonl", "--target", broken.url])
+    out = capsys.readouterr().out
+    assert code == 1 and "HTTP exchange: POST " in out, out
+
+
+def test_a_store_file_survives_a_restart_and_reset_empties_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "store.sqlite")
+    with Served("--db", db, "--profile", "deployed") as first:
+        assert first.url.startswith("http://127.0.0.1:")           # loopback unless told otherwise
+        assert Client(first.url).send("schedule.create", SCHEDULE, **{"resonate:debug_time": T0})[0] == 200
+    with Served("--db", db) as second:                              # keeps the profile it was made with
+        client = Client(second.url)
+        status, answer = client.send("schedule.get", {"id": "nightly"})
+        assert status == 200 and answer["data"]["schedule"]["createdAt"] == T0
+        assert client.send("schedule.search", {})[0] == 200          # deployed: search answers
+        assert client.send("debug.reset", {"profile": "lean"})[0] == 200
+        assert client.send("schedule.get", {"id": "nightly"})[0] == 404
+        assert client.send("schedule.search", {})[0] == 501
+    with Served("--db", db) as third:
+        assert Client(third.url).send("schedule.search", {})[0] == 501
+
+
+def test_a_body_over_the_limit_is_413(served: Served) -> None:
+    status, answer = Client(served.url).raw(b" " * (1024 * 1024 + 1))
+    assert status == 413 and answer["head"]["status"] == 413
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["serve", "schedules", "--port", "70000"], "--port must lie in"),
+    (["serve", "schedules", "--db", "/nonexistent/dir/x.sqlite"], "cannot open the store"),
+    (["conform", "duebook", "--target", "http://127.0.0.1:1"], "only for schedules"),
+    (["conform", "schedules", "--target", "https://127.0.0.1:1"], "only http://"),
+    (["conform", "schedules", "--target", "http://127.0.0.1:1/api"], "POST /"),
+    (["conform", "schedules", "--target", "http://127.0.0.1:1", "--progress", "0"], "target unusable"),
+])
+def test_unusable_http_targets_and_bad_serve_options_exit_2(argv, message, capsys) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
