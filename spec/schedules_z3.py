@@ -27,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Callable, Iterator, Sequence
 
 from z3 import (
@@ -549,11 +550,10 @@ JUDGES: tuple[Judge, ...] = (fires_the_missed_ticks, moves_forward, created_at_c
 # ---------------------------------------------------------------------------------------
 # The proofs (induction over the loop) and their goals
 
-def _loop_induction(run: Run, post: Callable[[Run, Loop], BoolRef], post_name: str,
-                    witnesses: Callable[[Loop], tuple[tuple[str, ArithRef], ...]] = lambda loop: ()) -> Outcome:
+def loop_invariant_is_inductive(run: Run) -> Outcome:
+    """The one induction: the loop invariant holds on entry and every iteration keeps it."""
     before, entry = Loop.fresh("before"), run.entry()
     after = run.step(before)
-    exit_ = Loop.fresh("exit")
     return all_of(
         lambda: valid(Implies(run.axioms(), run.invariant(entry)),
                       _render(run, {"entry": entry}), "the loop invariant holds on entry"),
@@ -561,6 +561,21 @@ def _loop_induction(run: Run, post: Callable[[Run, Loop], BoolRef], post_name: s
                               run.invariant(after)),
                       _render(run, {"before an iteration": before, "after it": after}),
                       "one iteration preserves the loop invariant"),
+    )
+
+
+@cache
+def _inductive_for(profile: str) -> Outcome:
+    """Proved once per profile for the real catch-up; each corollary below cites it."""
+    return loop_invariant_is_inductive(Run.of(profile, None))
+
+
+def _loop_induction(run: Run, post: Callable[[Run, Loop], BoolRef], post_name: str,
+                    witnesses: Callable[[Loop], tuple[tuple[str, ArithRef], ...]] = lambda loop: ()) -> Outcome:
+    """A corollary of the loop invariant: the invariant on exit (guard false) implies `post`."""
+    exit_ = Loop.fresh("exit")
+    return all_of(
+        lambda: _inductive_for(run.profile) if run.bug is None else loop_invariant_is_inductive(run),
         lambda: valid(Implies(And(run.axioms(), run.invariant(exit_), Not(run.guard(exit_))), post(run, exit_)),
                       _render(run, {"on exit": exit_}, witnesses(exit_)), post_name),
     )
