@@ -27,7 +27,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Callable, Iterator, Sequence
 
 from z3 import (
@@ -564,18 +563,13 @@ def loop_invariant_is_inductive(run: Run) -> Outcome:
     )
 
 
-@cache
-def _inductive_for(profile: str) -> Outcome:
-    """Proved once per profile for the real catch-up; each corollary below cites it."""
-    return loop_invariant_is_inductive(Run.of(profile, None))
-
-
 def _loop_induction(run: Run, post: Callable[[Run, Loop], BoolRef], post_name: str,
                     witnesses: Callable[[Loop], tuple[tuple[str, ArithRef], ...]] = lambda loop: ()) -> Outcome:
-    """A corollary of the loop invariant: the invariant on exit (guard false) implies `post`."""
+    """A corollary of the loop invariant: the invariant on exit (guard false) implies `post`.
+    Each corollary re-checks the induction itself, so a proof stands on its own."""
     exit_ = Loop.fresh("exit")
     return all_of(
-        lambda: _inductive_for(run.profile) if run.bug is None else loop_invariant_is_inductive(run),
+        lambda: loop_invariant_is_inductive(run),
         lambda: valid(Implies(And(run.axioms(), run.invariant(exit_), Not(run.guard(exit_))), post(run, exit_)),
                       _render(run, {"on exit": exit_}, witnesses(exit_)), post_name),
     )
