@@ -41,7 +41,6 @@ from z3 import (
     ExprRef,
     ForAll,
     Function,
-    FuncDeclRef,
     If,
     Implies,
     Int,

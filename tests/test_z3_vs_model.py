@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from z3 import And, BoolVal, IntSort, IntVal, K, Not, Solver, Store, StringSort, StringVal, sat, unsat
+from z3 import And, BoolVal, IntSort, IntVal, K, Not, Solver, Store, StringVal, sat, unsat
 
 from duespec.model import duebook as model
 from duespec.spec import duebook_z3 as z3book
