@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from z3 import And, Solver, sat
 
-from duespec.prove import all_proofs
+from duespec.prove import all_proofs, render
 from duespec.spec import duebook_z3, schedules_z3
 from duespec.spec.proofs import Outcome, Proof, Verdict, decide
 
@@ -156,3 +156,17 @@ def test_duespec_prove_one_system() -> None:
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "duebook" not in done.stdout and "schedules" in done.stdout
+    for proof in PROOFS:
+        if proof.system == "schedules":
+            bug = proof.control_name.split(":")[0]
+            assert f"    control {bug} breaks '{proof.goal}': " in done.stdout, bug
+
+
+def test_a_control_not_refuted_on_its_goal_fails_the_proof_and_says_so() -> None:
+    proof = PROOFS[0]
+    unrefuted = Verdict(proof, Outcome(True), Outcome(True, "no run of <= 4 steps breaks it"), 0.0)
+    elsewhere = Verdict(proof, Outcome(True), Outcome(False, "breaks 'another goal': ...", breaks="another goal"), 0.0)
+    for v in (unrefuted, elsewhere):
+        text = render(v, verbose=False)
+        assert not v.proved and text.startswith("FAILED")
+        assert f"NOT refuted on its goal '{proof.goal}'" in text
