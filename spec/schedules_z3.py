@@ -700,6 +700,14 @@ class Goal:
     firings: int = 1
 
 
+#: The second timeout's `now` in the two-run control.
+_NOW2 = Int("now2")
+
+
+def _guard_at(loop: Loop, now: ArithRef) -> BoolRef:
+    return loop.schedule.next_run_at <= now
+
+
 def _broken_on_exit(post: Callable[[Run, Loop], BoolRef]) -> Callable[[Run, list[list[Loop]]], BoolRef]:
     return lambda run, runs: And(*(Not(run.guard(loops[-1])) for loops in runs), Not(post(run, runs[-1][-1])))
 
@@ -720,13 +728,6 @@ def _refires_or_skips(run: Run, runs: list[list[Loop]]) -> BoolRef:
     skipped = And(now1 < _ANY, _ANY <= _NOW2, run.cron.is_tick(_ANY),
                   Not(And(0 <= k, k < last.fired, last.cron_time[k] == _ANY)))
     return And(finished, Or(refired, skipped))
-
-
-_NOW2 = Int("now2")
-
-
-def _guard_at(loop: Loop, now: ArithRef) -> BoolRef:
-    return loop.schedule.next_run_at <= now
 
 
 GOALS = {
