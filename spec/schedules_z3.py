@@ -621,14 +621,17 @@ def exactly_the_missed_ticks(run: Run) -> Outcome:
 
 def terminates(run: Run) -> Outcome:
     """now - nextRunAt is a natural number while the guard holds, and every iteration
-    lowers it, so catchUp stops after at most now - nextRunAt + 1 iterations."""
+    lowers it, so catchUp stops after at most now - nextRunAt + 1 iterations. A ranking
+    argument on top of the loop invariant, which it re-checks."""
     before = Loop.fresh("before")
     after = run.step(before)
-    return valid(Implies(And(run.axioms(), run.invariant(before), run.guard(before)),
-                         And(run.now - before.schedule.next_run_at >= 0,
-                             run.now - after.schedule.next_run_at < run.now - before.schedule.next_run_at)),
-                 _render(run, {"before an iteration": before, "after it": after}),
-                 "every iteration moves nextRunAt forward")
+    return all_of(
+        lambda: loop_invariant_is_inductive(run),
+        lambda: valid(Implies(And(run.axioms(), run.invariant(before), run.guard(before)),
+                              And(run.now - before.schedule.next_run_at >= 0,
+                                  run.now - after.schedule.next_run_at < run.now - before.schedule.next_run_at)),
+                      _render(run, {"before an iteration": before, "after it": after}),
+                      "every iteration moves nextRunAt forward"))
 
 
 def anchored_at_cron_time(run: Run) -> Outcome:
