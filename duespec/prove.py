@@ -20,6 +20,8 @@ def all_proofs(systems: list[str] | None = None) -> list[Proof]:
 
 
 def render(verdict: Verdict, verbose: bool) -> str:
+    """One line per proof, then its control: the goal its concrete run breaks and why (the
+    whole run and the model's answers with -v)."""
     proof = verdict.proof
     status = "PROVED " if verdict.proved else "FAILED "
     line = (f"{status} {proof.system:9} {','.join(proof.requirements):12} {proof.name}"
@@ -27,11 +29,15 @@ def render(verdict: Verdict, verbose: bool) -> str:
     details = []
     if not verdict.outcome.holds:
         details.append(f"    property refuted; counterexample:\n{_indent(verdict.outcome.counterexample)}")
-    if verdict.control.holds:
-        details.append(f"    negative control '{proof.control_name}' was NOT refuted: the encoding is too weak")
-    elif verbose:
-        details.append(f"    control '{proof.control_name}' refuted as it must be; counterexample:\n"
-                       f"{_indent(verdict.control.counterexample)}")
+    bug = proof.control_name.split(":")[0]
+    if not verdict.control_refuted:
+        details.append(f"    negative control {bug} was NOT refuted on its goal '{proof.goal}': "
+                       f"the goal or the search is too weak\n{_indent(verdict.control.counterexample)}")
+    else:
+        first, *rest = (verdict.control.counterexample or "").splitlines()
+        details.append(f"    control {bug} {first}")
+        if verbose and rest:
+            details.append(_indent("\n".join(rest)))
     return "\n".join([line, *details])
 
 
@@ -60,10 +66,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "prove", help="run every Z3 proof with its negative control",
         description="Prove each spec property for all states and inputs with Z3. Each proof "
-                    "also runs a negative control (a broken transition) that Z3 must refute.")
+                    "also runs a negative control: Z3 must find a concrete run of a broken "
+                    "transition that breaks the proof's own goal, confirmed by judging the run "
+                    "outside Z3 and replaying it in the model.")
     # Not `choices=`: Python 3.11 checks an empty nargs="*" list against choices and fails.
     parser.add_argument("system", nargs="*", type=_system, metavar="SYSTEM",
                         help="only these systems (duebook, schedules); default all")
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help="also print the counterexample of each negative control")
+                        help="also print each negative control's whole broken run and the model's run of it")
     parser.set_defaults(run=main)

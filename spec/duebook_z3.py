@@ -16,7 +16,7 @@ drift apart."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from z3 import (
     And,
@@ -48,10 +48,13 @@ from z3 import (
     String,
     StringSort,
     StringVal,
+    is_true,
     sat,
     unsat,
 )
 
+from duespec.model import duebook as model
+from duespec.spec import duebook_invariants as inv
 from duespec.spec.proofs import Outcome, Proof
 
 INT64_MIN = -(2**63)
@@ -453,10 +456,9 @@ def render_step(step_: Step, extra_ids: tuple[ArithRef, ...] = ()) -> Callable[[
     return render
 
 
-def _induction(bug: str | None, goal: Callable[[Step], BoolRef], name: str,
-               extra: Callable[[Step], tuple[ArithRef, ...]] = lambda s: ()) -> Outcome:
-    """Init => Inv; Inv and T => Inv'; Inv and T => goal: the goal holds on every step of
-    every run, because every reachable Book satisfies the inductive invariant."""
+def invariant_is_inductive(bug: str | None = None) -> Outcome:
+    """The one induction: NewBook satisfies the invariant and every step keeps it. Each
+    property re-checks it, so a proof stands on its own."""
     book = Book.fresh("init")
     s = Step.of(bug)
     return all_of(
@@ -464,6 +466,16 @@ def _induction(bug: str | None, goal: Callable[[Step], BoolRef], name: str,
                        lambda m: "initial: " + render_book(m, book, []), "Init => invariant"),
         lambda: valid(Implies(And(invariant(s.pre), s.relation), invariant(s.post)),
                        _render_invariant_break(s), "invariant preserved by every step"),
+    )
+
+
+def _induction(bug: str | None, goal: Callable[[Step], BoolRef], name: str,
+               extra: Callable[[Step], tuple[ArithRef, ...]] = lambda s: ()) -> Outcome:
+    """Inv and T => goal, with Inv inductive: the goal holds on every step of every run,
+    because every reachable Book satisfies the invariant."""
+    s = Step.of(bug)
+    return all_of(
+        lambda: invariant_is_inductive(bug),
         lambda: valid(Implies(And(invariant(s.pre), s.relation), goal(s)),
                        render_step(s, extra(s)), name),
     )
@@ -493,6 +505,156 @@ def _offending_id(model: ModelRef, s: Step) -> ArithRef | None:
 # ---------------------------------------------------------------------------------------
 # The properties
 
+# ---------------------------------------------------------------------------------------
+# Negative controls: a concrete broken run from NewBook that breaks the goal itself
+
+#: One step of a concrete run, in the JSON of docs/operations.md (as spec/duebook_invariants.py
+#: reads it): the Book before, {"op", "args", "now", "result"}, the Book after. Each Book
+#: also carries "open_count", the counter the encoding keeps beside the open flags.
+RunStep = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+#: A goal restated over concrete runs: why the run breaks it, or None.
+Judge = Callable[[Sequence[RunStep]], "str | None"]
+
+#: The arguments each op reads, as docs/operations.md names them.
+ARGUMENTS = {"schedule": ("owner", "delay", "ttl"), "claim": ("id",), "cancel": ("id", "caller"),
+             "expire": ("id",), "get": ("id",), "claimable": ("limit",), "expirable": ("limit",)}
+#: Owners and callers the controls' runs use, so they read (and replay) as plain JSON.
+_NAMES = ("", "a", "b")
+_CONTROL_MAX_OPEN = 3
+
+
+def each_step(*predicates: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], bool]) -> Judge:
+    """A judge from spec/duebook_invariants.py predicates: the first step one of them rejects."""
+    def judge(run: Sequence[RunStep]) -> str | None:
+        for n, (before, step, after) in enumerate(run, 1):
+            for predicate in predicates:
+                if not predicate(before, step, after):
+                    summary = " ".join((predicate.__doc__ or "").split())
+                    return f"step {n}, {_step_text(step)}, breaks {predicate.__name__} ({summary})"
+        return None
+    return judge
+
+
+def _after(state_invariant: Callable[[dict[str, Any]], bool]) -> Callable[..., bool]:
+    def holds_after(before: dict[str, Any], step: dict[str, Any], after: dict[str, Any]) -> bool:
+        return state_invariant(after)
+    holds_after.__name__, holds_after.__doc__ = state_invariant.__name__, state_invariant.__doc__
+    return holds_after
+
+
+def no_id_consumed_twice(run: Sequence[RunStep]) -> str | None:
+    """D-02, D-05: no Claim, Cancel or Expire succeeds on an id a run already consumed."""
+    consumed: set[int] = set()
+    for n, (_, step, _) in enumerate(run, 1):
+        if step["op"] in inv.CONSUMING_OPS and "ok" in step["result"]:
+            id = step["args"]["id"]
+            if id in consumed:
+                return f"step {n}, {_step_text(step)}, consumes id {id} a second time"
+            consumed.add(id)
+    return None
+
+
+def count_moves_with_open(before: dict[str, Any], step: dict[str, Any], after: dict[str, Any]) -> bool:
+    """D-07, D-06: the open count changes exactly as the number of open deferrals does."""
+    return after["open_count"] - before["open_count"] == len(after["open"]) - len(before["open"])
+
+
+def _step_text(step: dict[str, Any]) -> str:
+    args = ", ".join(f"{name}={step['args'][name]!r}" for name in ARGUMENTS[step["op"]])
+    result = step["result"]
+    answer = "ok" if "ok" in result else result["error"]
+    return f"{step['op']}({args}) at now={step['now']} -> {answer}"
+
+
+def _model_step(book: model.Book, step: dict[str, Any]) -> dict[str, Any]:
+    a, now = step["args"], step["now"]
+    value, code = {
+        "schedule": lambda: model.schedule(book, a["owner"], a["delay"], a["ttl"], now),
+        "claim": lambda: model.claim(book, a["id"], now),
+        "cancel": lambda: model.cancel(book, a["id"], a["caller"]),
+        "expire": lambda: model.expire(book, a["id"], now),
+        "get": lambda: model.get(book, a["id"]),
+        "claimable": lambda: model.claimable(book, now, a["limit"]),
+        "expirable": lambda: model.expirable(book, now, a["limit"]),
+    }[step["op"]]()
+    if code is not None:
+        return {"error": code}
+    return {"ok": [model.deferral_json(d) for d in value] if isinstance(value, list) else model.deferral_json(value)}
+
+
+def _model_state(book: model.Book) -> dict[str, Any]:
+    return {**model.observe(book), "open_count": len(book.open)}
+
+
+def model_run(max_open: int, calls: Sequence[dict[str, Any]]) -> list[RunStep]:
+    """The model's own run of the same calls from NewBook(max_open)."""
+    book, _ = model.new_book(max_open)
+    assert book is not None
+    run = []
+    for call in calls:
+        before = _model_state(book)
+        step = {**call, "result": _model_step(book, call)}
+        run.append((before, step, _model_state(book)))
+    return run
+
+
+def _concrete_run(m: ModelRef, steps: Sequence[Step]) -> list[RunStep]:
+    """Read Z3's run off its model as docs/operations.md JSON."""
+    n = lambda e: m.eval(e, model_completion=True).as_long()  # noqa: E731
+    text = lambda e: m.eval(e, model_completion=True).as_string()  # noqa: E731
+    ids = set(range(1, max(n(s.post.next_id) for s in steps) + 1))
+    ids |= {n(s.call.id) + d for s in steps for d in (0, 1)}
+
+    def book(b: Book) -> dict[str, Any]:
+        open_ = [{"id": i, "owner": text(b.owner[i]), "due_at": n(b.due_at[i]), "expires_at": n(b.expires_at[i])}
+                 for i in sorted(ids) if is_true(m.eval(b.open[i], model_completion=True))]
+        return {"max_open": n(b.max_open), "next_id": n(b.next_id), "open": open_, "open_count": n(b.open_count)}
+
+    run = []
+    for s in steps:
+        op = str(m.eval(s.call.op, model_completion=True))
+        values = {"owner": text(s.call.owner), "caller": text(s.call.caller), "delay": n(s.call.delay),
+                  "ttl": n(s.call.ttl), "id": n(s.call.id), "limit": n(s.call.limit)}
+        code = str(m.eval(s.reply.code, model_completion=True))
+        if code != "ok":
+            result: dict[str, Any] = {"error": code}
+        elif op in ("claimable", "expirable"):
+            result = {"ok": None}  # the encoding keeps no listing
+        else:
+            result = {"ok": {"id": n(s.reply.id), "owner": text(s.reply.owner), "due_at": n(s.reply.due_at),
+                             "expires_at": n(s.reply.expires_at)}}
+        step = {"op": op, "args": {k: values[k] for k in ARGUMENTS[op]}, "now": n(s.call.now), "result": result}
+        run.append((book(s.pre), step, book(s.post)))
+    return run
+
+
+def search_broken_run(bug: str, goal: Callable[[Step], BoolRef], max_steps: int = 4
+                      ) -> tuple[ModelRef, list[Step]] | None:
+    """The shortest run (up to max_steps) of the broken transition from NewBook whose last
+    step breaks the goal; calls well typed, owners among a few names, a small cap."""
+    book = Book.fresh("b0")
+    solver = Solver()
+    solver.set(timeout=SOLVER_TIMEOUT_MS)
+    solver.add(initial(book), book.max_open <= _CONTROL_MAX_OPEN)
+    steps: list[Step] = []
+    for k in range(1, max_steps + 1):
+        call, post, reply = Call.fresh(f"c{k}"), Book.fresh(f"b{k}"), Reply.fresh(f"r{k}")
+        step_ = Step(book, call, post, reply, transition(book, call, post, reply, bug))
+        steps.append(step_)
+        solver.add(step_.relation, call.typed, Or(*(call.owner == StringVal(x) for x in _NAMES)),
+                   Or(*(call.caller == StringVal(x) for x in _NAMES)))
+        solver.push()
+        solver.add(Not(goal(step_)))
+        answer = solver.check()
+        if answer == sat:
+            return solver.model(), steps
+        if answer != unsat:
+            raise Undecided(f"the control's search: Z3 answered unknown ({solver.reason_unknown()})")
+        solver.pop()
+        book = post
+    return None
+
+
 @dataclass(frozen=True)
 class Property:
     requirements: tuple[str, ...]
@@ -500,6 +662,8 @@ class Property:
     #: What must hold of every step from a Book satisfying the invariant.
     goal: Callable[[Step], BoolRef]
     goal_name: str
+    #: The goal over concrete runs, which judges the control's run outside Z3.
+    judge: Judge
     #: The broken transition (a key of BUGS) the negative control runs.
     bug: str
     #: Ids besides the op's own worth showing in a counterexample.
@@ -508,46 +672,38 @@ class Property:
     def check(self, bug: str | None) -> Outcome:
         return _induction(bug, self.goal, self.goal_name, self.extra_ids)
 
-    def control(self) -> Outcome:
-        """The same induction over the broken T; when refuted, also show a concrete run
-        from a fresh Book that breaks the goal, so the bug is seen to be reachable."""
-        outcome = self.check(self.bug)
-        if outcome.holds:
-            return outcome
-        run = counter_run(self.bug, self.goal, self.extra_ids)
-        return Outcome(False, f"{outcome.counterexample}\n{run}")
+    def control(self, bug: str | None = None) -> Outcome:
+        """Refuted only by a concrete run from NewBook of the broken transition whose last
+        step breaks this goal, confirmed by `judge` on the run's values, while the model's
+        run of the same calls keeps it."""
+        found = search_broken_run(bug or self.bug, self.goal)
+        if found is None:
+            return Outcome(True, f"no run of <= 4 steps from NewBook breaks '{self.goal_name}'")
+        m, steps = found
+        return self.confirm(_concrete_run(m, steps), render_step(steps[-1], self.extra_ids(steps[-1]))(m))
+
+    def confirm(self, run: Sequence[RunStep], last_step: str = "") -> Outcome:
+        max_open = run[0][0]["max_open"]
+        calls = "\n".join(f"    {k}. {_step_text(step)}" for k, (_, step, _) in enumerate(run, 1))
+        why = self.judge(run)
+        if why is None:
+            return Outcome(True, f"Z3's broken run does not break '{self.goal_name}' judged on its values:\n{calls}")
+        replay = model_run(max_open, [{k: v for k, v in step.items() if k != "result"} for _, step, _ in run])
+        kept = self.judge(replay)
+        answers = ", ".join(f"{k}. {'ok' if 'ok' in step['result'] else step['result']['error']}"
+                            for k, (_, step, _) in enumerate(replay, 1))
+        if kept is not None:
+            return Outcome(True, f"the model breaks '{self.goal_name}' too on these calls ({kept})")
+        return Outcome(False, f"breaks '{self.goal_name}': {why}\n"
+                              f"  the broken run from NewBook(maxOpen={max_open}):\n{calls}\n"
+                              f"  the model answers the same calls {answers} (keeps it)\n"
+                              + "\n".join("  " + line for line in last_step.splitlines()),
+                       breaks=self.goal_name)
 
     def proof(self) -> Proof:
-        return Proof(system="duebook", requirements=self.requirements, name=self.title,
+        return Proof(system="duebook", requirements=self.requirements, name=self.title, goal=self.goal_name,
                      check=as_check(lambda: self.check(None)), control=as_control(self.control),
                      control_name=f"{self.bug}: {BUGS[self.bug]}")
-
-
-def counter_run(bug: str, goal: Callable[[Step], BoolRef],
-                extra_ids: Callable[[Step], tuple[ArithRef, ...]], max_steps: int = 4) -> str:
-    """The shortest run (up to max_steps) from NewBook whose last step breaks the goal."""
-    book = Book.fresh("b0")
-    solver = Solver()
-    solver.set(timeout=SOLVER_TIMEOUT_MS)
-    solver.add(initial(book))
-    steps: list[Step] = []
-    for n in range(1, max_steps + 1):
-        call, post, reply = Call.fresh(f"c{n}"), Book.fresh(f"b{n}"), Reply.fresh(f"r{n}")
-        step_ = Step(book, call, post, reply, transition(book, call, post, reply, bug))
-        steps.append(step_)
-        solver.add(step_.relation)
-        solver.push()
-        solver.add(Not(goal(step_)))
-        if solver.check() == sat:
-            model = solver.model()
-            lines = [f"a run from NewBook(maxOpen={_value(model, steps[0].pre.max_open)}) that breaks it:"]
-            for k, taken in enumerate(steps, 1):
-                lines.append(f"  {k}. {render_call(model, taken.call)} -> {_value(model, taken.reply.code)}")
-            lines.append(render_step(step_, extra_ids(step_))(model))
-            return "\n".join(lines)
-        solver.pop()
-        book = post
-    return f"(no run of <= {max_steps} steps from NewBook breaks the goal itself)"
 
 
 def _consuming_succeeds(s: Step) -> BoolRef:
@@ -625,40 +781,48 @@ PROPERTIES: list[Property] = [
     # op that succeeds on an id (Claim, Cancel or Expire) is the only one that ever will.
     Property(("D-02", "D-04", "D-05"), "at most one successful Claim per id, ever (no id consumed twice)",
              lambda s: Implies(_consuming_succeeds(s), Not(s.pre.consumed[s.call.id])),
-             "a consuming op succeeds only on an id never consumed before", "schedule_reuses_id"),
+             "a consuming op succeeds only on an id never consumed before", no_id_consumed_twice,
+             "schedule_reuses_id"),
     Property(("D-03", "D-04"), "Schedule opens next_id with [now+delay, +ttl); only it moves the counter",
              _schedule_allocates_and_computes, "Schedule allocates next_id and computes the window",
-             "expiry_from_now"),
+             each_step(inv.schedule_computes_window, inv.schedule_adds_only_the_new_deferral,
+                       inv.counter_advances_only_on_schedule), "expiry_from_now"),
     Property(("D-05", "D-21"), "an id that is not open is not_found (or invalid) to every op by id",
-             _absent_is_not_found, "an absent id answers not_found", "claim_checks_window_first"),
+             _absent_is_not_found, "an absent id answers not_found", each_step(inv.absent_id_is_not_found),
+             "claim_checks_window_first"),
     Property(("D-12",), "Cancel succeeds exactly when open and the caller owns it, at any time",
-             _cancel_exactly_when_owner, "Cancel succeeds exactly for the owner", "cancel_skips_owner_check"),
+             _cancel_exactly_when_owner, "Cancel succeeds exactly for the owner", each_step(inv.cancel_obeys_ownership),
+             "cancel_skips_owner_check"),
     Property(("D-13", "D-11"), "Expire succeeds exactly when ExpiresAt != 0 and now >= ExpiresAt",
-             _expire_exactly_when_late, "Expire succeeds exactly once the window closed", "expire_zero_sentinel"),
+             _expire_exactly_when_late, "Expire succeeds exactly once the window closed",
+             each_step(inv.expire_obeys_expiry), "expire_zero_sentinel"),
     Property(("D-17",), "every failing operation leaves the Book unchanged, counter included",
              lambda s: Implies(s.reply.code != OK, _unchanged(s)),
-             "a failed operation changes nothing", "failed_schedule_bumps_counter"),
+             "a failed operation changes nothing", each_step(inv.failure_changes_nothing), "failed_schedule_bumps_counter"),
     Property(("D-08", "D-09", "D-10"),
              "Claim succeeds exactly when open and DueAt <= now < ExpiresAt (or no expiry)",
-             _claim_exactly_when_due, "Claim succeeds exactly inside [DueAt, ExpiresAt)",
+             _claim_exactly_when_due, "Claim succeeds exactly inside [DueAt, ExpiresAt)", each_step(inv.claim_obeys_window),
              "claim_window_closed_inclusive"),
     Property(("D-22",), "an operation touches no id but its own", _touches_only_its_own_id,
-             "no id but the operation's own changes", "cancel_touches_next_id", lambda s: (_OTHER,)),
+             "no id but the operation's own changes",
+             each_step(inv.success_consumes_only_its_id, inv.schedule_adds_only_the_new_deferral), "cancel_touches_next_id", lambda s: (_OTHER,)),
     # open_count <= maxOpen is a conjunct of the invariant; its preservation is the proof.
     Property(("D-07",), "open deferrals never exceed maxOpen (inductive)",
-             lambda s: s.post.open_count <= s.post.max_open, "open_count <= maxOpen", "cap_off_by_one"),
+             lambda s: s.post.open_count <= s.post.max_open, "open_count <= maxOpen",
+             each_step(_after(inv.open_count_within_cap)), "cap_off_by_one"),
     # With the frame proof (no other id changes) and Init (count 0, nothing open), induction
     # over any run gives open_count = number of open deferrals, so the cap bounds storage.
     Property(("D-07", "D-06"), "the open count moves exactly with the one open flag an op touches",
              _count_tracks_open, "open_count changes with the open flag of the touched id",
-             "expire_keeps_count"),
+             each_step(count_moves_with_open), "expire_keeps_count"),
     # Every open deferral has ExpiresAt = 0 or DueAt < ExpiresAt <= 2^63-1 (invariant).
     Property(("D-11", "D-20"), "ExpiresAt never wraps: 0 exactly when ttl = 0, else after DueAt",
              _expiry_never_wraps, "Schedule returns ExpiresAt = 0 exactly when ttl = 0, else > DueAt",
-             "expiry_wraps"),
+             each_step(_after(inv.times_within_int64), _after(inv.expiry_after_due)), "expiry_wraps"),
     Property(("D-14", "D-23", "D-24"), "get, claimable and expirable never change the Book",
              lambda s: Implies(Or(*(s.call.op == op for op in READS)), _unchanged(s)),
-             "get, claimable and expirable change nothing", "get_expires_lazily"),
+             "get, claimable and expirable change nothing", each_step(inv.read_only_ops_change_nothing),
+             "get_expires_lazily"),
 ]
 
 PROOFS: list[Proof] = [p.proof() for p in PROPERTIES]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 import pytest
 from z3 import And, Solver, sat
 
-from duespec.prove import all_proofs
+from duespec.prove import all_proofs, render
 from duespec.spec import duebook_z3, schedules_z3
 from duespec.spec.proofs import Outcome, Proof, Verdict, decide
 
@@ -31,10 +32,51 @@ def test_property_is_proved(proof: Proof) -> None:
 
 
 @pytest.mark.parametrize("proof", PROOFS, ids=lambda p: f"{p.system}:{p.control_name.split(':')[0]}")
-def test_negative_control_is_refuted_with_a_counterexample(proof: Proof) -> None:
-    control = verdict(proof).control
+def test_negative_control_is_refuted_on_its_own_goal(proof: Proof) -> None:
+    """Refuted means: a concrete broken run breaks this proof's goal, judged on its values,
+    and the model's run of the same inputs keeps it; no other failing step counts."""
+    v = verdict(proof)
+    control = v.control
     assert not control.holds, f"control {proof.control_name} was not refuted: {control.counterexample}"
-    assert control.counterexample and " fails:" in control.counterexample
+    assert control.breaks == proof.goal and v.control_refuted
+    text = control.counterexample or ""
+    assert text.startswith(f"breaks '{proof.goal}': ") and "(keeps it)" in text, text
+
+
+def test_a_failing_induction_step_is_no_refutation() -> None:
+    """A broken transition that breaks the shared invariant, but never this goal, leaves
+    the control unrefuted: the old 'any failing step' rule would have counted it."""
+    run = schedules_z3.Run.of("lean", "advance_from_wall_clock")
+    assert not schedules_z3.anchored_at_cron_time(run).holds
+    assert schedules_z3.refute(schedules_z3.GOALS["timeouts"], "advance_from_wall_clock").holds
+    cancel = next(p for p in duebook_z3.PROPERTIES if p.bug == "cancel_skips_owner_check")
+    assert not cancel.check("schedule_reuses_id").holds
+    assert cancel.control("schedule_reuses_id").holds
+
+
+def test_the_check_outside_z3_can_veto_a_run() -> None:
+    """Z3's run counts only if the goal restated over concrete values calls it broken and
+    the model's own run of the same inputs keeps the goal."""
+    goal = schedules_z3.GOALS["missed"]
+    run = schedules_z3.Run.of("lean", "advance_from_wall_clock")
+    firings = schedules_z3.search_broken_run(run, goal)
+    assert firings is not None
+    assert not schedules_z3.confirm(goal, "lean", firings).holds
+    assert schedules_z3.confirm(replace(goal, judge=lambda cron, profile, f: None), "lean", firings).holds
+    always = replace(goal, judge=lambda cron, profile, f: "always broken")
+    vetoed = schedules_z3.confirm(always, "lean", firings)
+    assert vetoed.holds and "the model breaks" in (vetoed.counterexample or "")
+    claim = next(p for p in duebook_z3.PROPERTIES if p.bug == "claim_window_closed_inclusive")
+    assert not claim.control().holds
+    assert replace(claim, judge=lambda run: None).control().holds
+    assert replace(claim, judge=lambda run: "always broken").control().holds
+
+
+def test_a_control_refuted_on_another_goal_does_not_prove() -> None:
+    proof = PROOFS[0]
+    other = replace(proof, goal="some other goal")
+    assert not decide(other).proved
+    assert verdict(proof).proved
 
 
 def test_every_control_is_a_different_bug() -> None:
@@ -45,12 +87,12 @@ def test_every_control_is_a_different_bug() -> None:
 
 
 def test_duebook_controls_show_a_run_from_a_fresh_book() -> None:
-    """The induction counterexample may start anywhere the invariant allows; the control
-    also shows the bug reached from NewBook, e.g. the same id consumed twice."""
+    """The control's run starts at NewBook, e.g. the same id consumed twice, and shows the
+    model's answers to the same calls."""
     reuse = next(p for p in PROOFS if p.control_name.startswith("schedule_reuses_id"))
     text = verdict(reuse).control.counterexample or ""
-    assert "a run from NewBook" in text
-    assert re.search(r"consumed earlier", text)
+    assert "the broken run from NewBook" in text and "the model answers the same calls" in text
+    assert re.search(r"consumes id \d+ a second time", text)
 
 
 def _catalogue_ids(name: str) -> set[str]:
@@ -103,7 +145,10 @@ def test_duespec_prove_lists_every_property_with_verdict_and_time() -> None:
         assert line is not None, f"{proof.name} missing from:\n{done.stdout}"
         assert re.match(rf"PROVED\s+{proof.system}\s", line) and re.search(r"\(\d+\.\d\ds\)$", line), line
     assert f"{len(PROOFS)} proved, 0 failed" in done.stdout
-    assert done.stdout.count("refuted as it must be") == len(PROOFS)
+    for proof in PROOFS:
+        bug = proof.control_name.split(":")[0]
+        assert f"    control {bug} breaks '{proof.goal}': " in done.stdout, bug
+    assert done.stdout.count("(keeps it)") == len(PROOFS)
 
 
 def test_duespec_prove_one_system() -> None:
@@ -111,3 +156,17 @@ def test_duespec_prove_one_system() -> None:
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "duebook" not in done.stdout and "schedules" in done.stdout
+    for proof in PROOFS:
+        if proof.system == "schedules":
+            bug = proof.control_name.split(":")[0]
+            assert f"    control {bug} breaks '{proof.goal}': " in done.stdout, bug
+
+
+def test_a_control_not_refuted_on_its_goal_fails_the_proof_and_says_so() -> None:
+    proof = PROOFS[0]
+    unrefuted = Verdict(proof, Outcome(True), Outcome(True, "no run of <= 4 steps breaks it"), 0.0)
+    elsewhere = Verdict(proof, Outcome(True), Outcome(False, "breaks 'another goal': ...", breaks="another goal"), 0.0)
+    for v in (unrefuted, elsewhere):
+        text = render(v, verbose=False)
+        assert not v.proved and text.startswith("FAILED")
+        assert f"NOT refuted on its goal '{proof.goal}'" in text

@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from z3 import And, BoolVal, IntSort, IntVal, K, Not, Solver, Store, StringSort, StringVal, sat, unsat
+from z3 import And, BoolVal, IntSort, IntVal, K, Not, Solver, Store, StringVal, sat, unsat
 
 from duespec.model import duebook as model
 from duespec.spec import duebook_z3 as z3book
@@ -167,6 +167,13 @@ def _book(*deferrals: model.Deferral, max_open: int = 2, next_id: int = 4) -> mo
 
 
 _D1 = model.Deferral(id=1, owner="a", due_at=3, expires_at=5)
+#: A window that closes at the last int64 instant, held under the largest id.
+_AT_END = model.Deferral(id=MAX, owner="a", due_at=MAX - 1, expires_at=MAX)
+_END_BOOK = _book(_AT_END, next_id=MAX + 1)
+
+
+def _args(**given: Any) -> dict[str, Any]:
+    return {"id": 0, "now": 0, "owner": "a", "caller": "a", "delay": 0, "ttl": 0, "limit": 0, **given}
 
 
 @settings(max_examples=250, deadline=None)
@@ -178,6 +185,20 @@ _D1 = model.Deferral(id=1, owner="a", due_at=3, expires_at=5)
 @example((_book(_D1, max_open=1), ("schedule", {"id": 0, "now": 0, "owner": "a", "caller": "a", "delay": 0, "ttl": 0, "limit": 0})))
 @example((_book(), ("schedule", {"id": 0, "now": MAX, "owner": "a", "caller": "a", "delay": 0, "ttl": 1, "limit": 0})))
 @example((_book(_D1), ("cancel", {"id": 1, "now": -1, "owner": "a", "caller": "b", "delay": 0, "ttl": 0, "limit": 0})))
+# ExpiresAt == 2^63-1 and ids at the int64 edge: the last instant is outside the window,
+# an expiry landing exactly on it is allowed, one past it is invalid; id 2^63-1 is the last
+# an op accepts, allocated when next_id reaches it.
+@example((_END_BOOK, ("claim", _args(id=MAX, now=MAX - 1))))
+@example((_END_BOOK, ("claim", _args(id=MAX, now=MAX))))
+@example((_END_BOOK, ("expire", _args(id=MAX, now=MAX - 1))))
+@example((_END_BOOK, ("expire", _args(id=MAX, now=MAX))))
+@example((_END_BOOK, ("cancel", _args(id=MAX, caller="a"))))
+@example((_END_BOOK, ("get", _args(id=MAX + 1))))
+@example((_END_BOOK, ("claimable", _args(now=MAX, limit=1))))
+@example((_book(), ("schedule", _args(now=MAX - 3, delay=1, ttl=2))))
+@example((_book(), ("schedule", _args(now=MAX - 3, delay=1, ttl=3))))
+@example((_book(next_id=MAX), ("schedule", _args(now=MAX - 1, delay=0, ttl=1))))
+@example((_book(next_id=MAX - 1), ("schedule", _args(now=0, delay=MAX - 1, ttl=1))))
 def test_z3_transition_admits_exactly_the_models_outcome(
         drawn: tuple[model.Book, tuple[str, dict[str, Any]]]) -> None:
     book, (op, args) = drawn
