@@ -35,15 +35,9 @@ def _is_int(value: object) -> bool:
     return type(value) is int
 
 
-def _id_arg(step: Step) -> object:
-    """The step's `id` argument; None when args is no object (a malformed request, D-27)."""
-    args = step["args"]
-    return args.get("id") if isinstance(args, dict) else None
-
-
 def _open_deferral(before: State, step: Step) -> dict[str, Any] | None:
     """The open deferral the step names, if its id is an int naming one."""
-    id = _id_arg(step)
+    id = step["args"].get("id")
     return _by_id(before).get(id) if _is_int(id) else None
 
 
@@ -140,7 +134,7 @@ def absent_id_is_not_found(before: State, step: Step, after: State) -> bool:
     Claim of an id fails however long after the first."""
     if step["op"] not in CONSUMING_OPS | {"get"}:
         return True
-    id = _id_arg(step)
+    id = step["args"].get("id")
     if not _is_int(id) or id in _by_id(before):
         return True
     return step["result"].get("error") in ("not_found", "invalid")
