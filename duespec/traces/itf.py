@@ -150,8 +150,7 @@ def json_problem(value: Json) -> str | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return (f"a map with {type(key).__name__} keys ({json.dumps(key) if isinstance(key, int) else key!r}"
-                        f", ...), which a JSON object cannot have")
+                return f"a map with {type(key).__name__} keys ({key!r}, ...), which a JSON object cannot have"
             problem = json_problem(item)
             if problem:
                 return problem
