@@ -293,3 +293,15 @@ def test_a_hook_module_is_found_from_the_working_directory(tmp_path: Path,
 def test_errors_of_a_trace_are_trace_errors_not_recipe_errors(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="pass --system"):
         read_itf(QUINT_TRACES[0])
+
+
+def test_now_var_is_a_pick_then_a_variable_after_the_step(tmp_path: Path) -> None:
+    some = lambda v: {"tag": "Some", "value": v}  # noqa: E731
+    states = [{"at": {"#bigint": "0"}, "mbt::actionTaken": "init", "mbt::nondetPicks": {}},
+              {"at": {"#bigint": "3"}, "mbt::actionTaken": "get", "mbt::nondetPicks": {"id": some(1)}},
+              {"at": {"#bigint": "3"}, "mbt::actionTaken": "get",
+               "mbt::nondetPicks": {"id": some(1), "at": some({"#bigint": "8"})}}]
+    itf = tmp_path / "n.itf.json"
+    itf.write_text(json.dumps({"vars": ["at"], "states": states}))
+    out = imported(tmp_path, itf, "--system", "duebook", "--now-var", "at")
+    assert [s["now"] for s in read_trace(out)[1]] == [3, 8]
