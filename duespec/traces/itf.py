@@ -3,9 +3,11 @@
 Export lets Quint and Apalache tooling (the ITF trace viewer, quint-connect style drivers)
 read a duespec trace: one ITF state per step, holding the model's observable state after
 the step, the time, the response, and the `mbt::` metadata that `quint run --mbt` writes.
-Import turns a trace produced by `quint run --mbt` for a duebook-like or schedules-like
-Quint spec into a duespec trace that `duespec replay` runs. The mapping is documented in
-docs/traces.md ("ITF").
+Import turns a trace produced by `quint run --mbt` into a duespec trace that `duespec
+replay` runs. A spec written in its own names gets an import recipe: which pick is which
+argument, where the clock is, and a mapping hook that reads the spec's own answers and
+state as duespec's, so replay holds the foreign model to duespec's model and the target.
+The mapping is documented in docs/traces.md ("ITF").
 """
 
 from __future__ import annotations
