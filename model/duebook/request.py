@@ -33,6 +33,9 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
 }
 
 
+_KEYS = {op: frozenset(names) for op, names in ARGUMENTS.items()}
+
+
 def malformed(problem: str) -> dict[str, Json]:
     return {"error": INVALID, "message": problem}
 
@@ -46,7 +49,7 @@ def step(book: Book, op: Json, args: Json, now: Json) -> dict[str, Json]:
         reached("D-27.args_not_object")
         return malformed(f"args must be an object, got {args!r}")
     wanted = ARGUMENTS[op]
-    if set(args) != set(wanted):
+    if args.keys() != _KEYS[op]:
         reached("D-27.wrong_keys")
         missing = ", ".join(k for k in wanted if k not in args) or "none"
         unexpected = ", ".join(sorted(str(k) for k in args if k not in wanted)) or "none"
