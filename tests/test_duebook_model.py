@@ -433,6 +433,34 @@ def test_transition_invariants_are_all_exercised_above() -> None:
         assert f"inv.{predicate.__name__}," in source, predicate.__name__
 
 
+# --- D-27: the JSON face ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op, args, problem", [
+    ("reschedule", {"id": 1}, "no op 'reschedule'"),
+    (None, {}, "no op None"),
+    ("claim", None, "args must be an object"),
+    ("get", [1], "args must be an object"),
+    ("cancel", {"id": 1}, "missing: caller; unexpected: none"),
+    ("claim", {"id": 1, "now": 3}, "missing: none; unexpected: now"),
+])
+def test_a_request_the_api_cannot_express_is_invalid_and_changes_nothing(op: Any, args: Any, problem: str) -> None:
+    b = book(2)
+    scheduled(b, delay=0, now=0)
+    before = frozen(b)
+    response = m.step(b, op, args, 0)
+    assert response["error"] == m.INVALID and problem in response["message"]
+    assert frozen(b) == before
+
+
+def test_a_well_formed_request_reaches_its_operation() -> None:
+    b = book(2)
+    assert m.step(b, "schedule", {"owner": "a", "delay": 0, "ttl": 0}, 7) == {
+        "ok": {"id": 1, "owner": "a", "due_at": 7, "expires_at": 0}}
+    assert m.step(b, "claimable", {"limit": 1}, 7) == {"ok": [{"id": 1, "owner": "a", "due_at": 7, "expires_at": 0}]}
+    assert m.step(b, "get", {"id": 2}, 7) == {"error": m.NOT_FOUND}
+
+
 # --- coverage tags ---------------------------------------------------------------------------
 
 
@@ -458,6 +486,8 @@ def test_every_listed_tag_is_reachable_and_every_branch_is_listed() -> None:
         test_owner_and_caller_must_be_non_empty_strings("")
         test_times_must_be_non_negative_int64s(-1)
         test_ids_must_be_int64s(True)
+        for op, args in (("x", {}), ("get", None), ("get", {})):
+            test_a_request_the_api_cannot_express_is_invalid_and_changes_nothing(op, args, "")
     assert set(reached) == m.OPERATION_TAGS | m.WRAPPER_TAGS
     model_dir = pathlib.Path(m.__file__).parent
     in_source = {tag for path in model_dir.glob("*.py")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from duespec.cli import main as cli_main
-from duespec.traces.itf import (NONE, action_name, export_itf, from_itf, import_itf, op_for_action,
-                         read_itf, to_itf)
+from duespec.traces.itf import (NONE, ImportRecipe, action_name, export_itf, from_itf, import_itf,
+                                op_for_action, read_itf, to_itf)
 from duespec.traces.replay import replay
 from duespec.systems import get_system
 from duespec.traces.format import TraceError, TraceHeader, read_trace, record, write_trace
@@ -65,13 +65,16 @@ def test_itf_encoding_follows_the_format() -> None:
     assert from_itf({"#set": [1, 2]}, "") == [1, 2]
     assert from_itf({"tag": "Some", "value": {"#bigint": "-3"}}, "") == -3
     assert from_itf({"tag": "Busy", "value": 2}, "") == {"tag": "Busy", "value": 2}
+    # Quint's natural `int -> Deferral`: integer keys stay integers, for a mapping hook.
+    assert from_itf({"#map": [[{"#bigint": "2"}, {"dueAt": {"#bigint": "5"}}]]}, "") == {2: {"dueAt": 5}}
 
 
 @pytest.mark.parametrize("value, problem", [
     (1.5, "not an ITF value"),
     ({"#bigint": "12a"}, '"#bigint" must hold a string of digits'),
     ({"#bigint": 12}, '"#bigint" must hold a string of digits'),
-    ({"#map": [[{"#bigint": "1"}, "x"]]}, "non-string key"),
+    ({"#map": [[{"#tup": [1, 2]}, "x"]]}, "a map key must be a string or an integer"),
+    ({"#map": [[True, "x"]]}, "a map key must be a string or an integer"),
     ({"#map": [["a"]]}, "[key, value] pairs"),
     ({"s": 1, "e": 15, "c": [90, 7199254740993]}, "--backend=typescript"),
     ({"#unserializable": "lambda"}, "unsupported ITF form '#unserializable'"),
@@ -194,7 +197,7 @@ def _quint_trace(tmp_path: Path, states: list[dict[str, Any]]) -> Path:
     ({"now": 1, "mbt::actionTaken": "", "mbt::nondetPicks": {}}, "anonymous action: name it in the spec"),
     ({"now": 1}, 'no "mbt::actionTaken"; produce the trace with `quint run --mbt`'),
     ({"mbt::actionTaken": "get", "mbt::nondetPicks": {"id": {"tag": "Some", "value": 1}}},
-     "no time: need a state variable or a nondeterministic pick named 'now'"),
+     "ITF state 1: no time: tried the pick 'now', the variable 'now' after the step; say where"),
     ({"now": 1, "mbt::actionTaken": "get", "mbt::nondetPicks": []}, 'must be a record'),
 ])
 def test_unusable_quint_trace_is_refused_with_the_state_and_the_problem(tmp_path: Path, state: dict[str, Any],
@@ -211,7 +214,8 @@ def test_time_can_come_from_a_pick_and_clock_actions_are_configurable(tmp_path: 
         {"now": 0, "mbt::actionTaken": "get",
          "mbt::nondetPicks": {"id": {"tag": "Some", "value": {"#bigint": "4"}},
                               "at": {"tag": "Some", "value": {"#bigint": "9"}}}}])
-    _, steps = read_itf(path, system="duebook", time_actions=("wait",), now_var="at")
+    _, steps = read_itf(path, system="duebook",
+                        recipe=ImportRecipe(time_actions=("wait",), time=("pick:at", "after:at")))
     assert list(steps) == [{"i": 0, "op": "get", "args": {"id": 4}, "now": 9}]
 
 

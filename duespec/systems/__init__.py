@@ -31,6 +31,8 @@ class System:
     state_keys: tuple[str, ...]
     #: Coverage tags every default campaign must reach (a test fails if one is missed).
     required_tags: frozenset[str] = field(default_factory=frozenset)
+    #: Arguments an op may leave out (docs/operations.md marks them `?`).
+    optional_args: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def get_system(name: str) -> System:

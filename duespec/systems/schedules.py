@@ -402,4 +402,5 @@ SYSTEM = System(
     state_keys=("promises", "tasks", "schedules", "promiseTimeouts", "taskTimeouts",
                 "scheduleTimeouts", "outbox"),
     required_tags=REQUIRED_TAGS,
+    optional_args={"schedule.search": ("limit", "cursor")},
 )

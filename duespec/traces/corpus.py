@@ -73,6 +73,17 @@ def _duebook_scenarios() -> list[Scenario]:
                   ("claim", {"id": True}, 0), ("claim", {"id": 1.0}, 0), ("get", {"id": "1"}, 0),
                   ("claimable", {"limit": -1}, 0), ("claim", {"id": 1}, "5"), ("claim", {"id": 1}, True),
                   ("expire", {"id": 1}, int64_max + 1), schedule(0, 0, 0))),
+        Scenario("duebook", "malformed_requests",
+                 "Requests only JSON can send (D-27): an unknown op, args null or no object, a "
+                 "missing or an extra argument, wrong-typed values, a now that is no integer. "
+                 "Each is invalid and changes nothing (Get does not read now), so the last "
+                 "claim still finds deferral 1.",
+                 (schedule(0, 5, 0),
+                  ("reschedule", {"id": 1}, 1), ("Claim", {"id": 1}, 1), ("claim", None, 1),
+                  ("claim", [1], 1), ("expire", "1", 1), ("claim", {"id": 1, "now": 1}, 1),
+                  ("cancel", {"id": 1}, 1), ("schedule", {}, 1), ("claim", {"id": "1"}, 1),
+                  ("cancel", {"id": 1, "caller": None}, 1), ("claim", {"id": 1}, 1.5),
+                  ("claim", {"id": 1}, None), ("get", {"id": 1}, 1.5), ("claim", {"id": 1}, 1))),
         Scenario("duebook", "listings_in_order",
                  "claimable is by (due_at, id) and expirable by (expires_at, id), both capped by limit.",
                  (schedule(30, 10, 0), schedule(10, 50, 0), schedule(10, 5, 0), schedule(20, 0, 0),

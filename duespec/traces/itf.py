@@ -3,20 +3,26 @@
 Export lets Quint and Apalache tooling (the ITF trace viewer, quint-connect style drivers)
 read a duespec trace: one ITF state per step, holding the model's observable state after
 the step, the time, the response, and the `mbt::` metadata that `quint run --mbt` writes.
-Import turns a trace produced by `quint run --mbt` for a duebook-like or schedules-like
-Quint spec into a duespec trace that `duespec replay` runs. The mapping is documented in
-docs/traces.md ("ITF").
+Import turns a trace produced by `quint run --mbt` into a duespec trace that `duespec
+replay` runs. A spec written in its own names gets an import recipe: which pick is which
+argument, where the clock is, and a mapping hook that reads the spec's own answers and
+state as duespec's, so replay holds the foreign model to duespec's model and the target.
+The mapping is documented in docs/traces.md ("ITF").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import re
 import sys
+import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from duespec import __version__
 from duespec.cli import EXIT_HOLDS, EXIT_USAGE
@@ -121,17 +127,37 @@ def from_itf(value: Json, where: str) -> Json:
     return {k: from_itf(v, f"{where}.{k}") for k, v in value.items()}
 
 
-def _map(pairs: Json, where: str) -> dict[str, Json]:
+def _map(pairs: Json, where: str) -> dict[str | int, Json]:
+    """A Quint map: string keys (`str -> str` tags) or integer keys (`int -> Deferral`)."""
     if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
         raise TraceError(where, None, '"#map" must hold a list of [key, value] pairs')
-    result: dict[str, Json] = {}
+    result: dict[str | int, Json] = {}
     for raw_key, raw_value in pairs:
         key = from_itf(raw_key, where)
-        if not isinstance(key, str):
-            raise TraceError(where, None, f"a map with a non-string key ({json.dumps(key)}) has no "
-                                          f"duespec JSON form")
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            raise TraceError(where, None, f"a map key must be a string or an integer, got "
+                                          f"{json.dumps(key)[:80]}")
         result[key] = from_itf(raw_value, f"{where}.{key}")
     return result
+
+
+def json_problem(value: Json) -> str | None:
+    """Why `value` is no JSON value (an integer map key, say), or None when it is one."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return None
+    if isinstance(value, float):
+        return None if value == value and abs(value) != float("inf") else f"the number {value}"
+    if isinstance(value, list):
+        return next((problem for item in value if (problem := json_problem(item))), None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"a map with {type(key).__name__} keys ({key!r}, ...), which a JSON object cannot have"
+            problem = json_problem(item)
+            if problem:
+                return problem
+        return None
+    return f"a Python {type(value).__name__}"
 
 
 # --- export -----------------------------------------------------------------------------
@@ -196,25 +222,78 @@ def _chain(first: list[dict[str, Json]], rest: Iterator[dict[str, Json]]) -> Ite
 
 # --- import -----------------------------------------------------------------------------
 
+#: Where the time of a step may come from, tried in order: a nondeterministic pick of the
+#: action, a state variable of the state the action reached, or of the state before it.
+TIME_KINDS = ("pick", "after", "before")
+DEFAULT_TIME = ("pick:now", "after:now")
+
+
+@dataclass(frozen=True)
+class ForeignStep:
+    """What a mapping hook is given for one operation of a foreign spec's trace.
+
+    `before` and `after` are the ITF state variables of the state the action left and the
+    one it reached, by their last `::` component, decoded (integers as int, `int -> T` maps
+    as dicts with int keys, Option as its value or None, other variants as {"tag", "value"})."""
+
+    #: Index of the ITF state the action reached (its position in "states").
+    index: int
+    action: str
+    op: str
+    args: dict[str, Json]
+    now: Json
+    config: dict[str, Json]
+    before: dict[str, Json]
+    after: dict[str, Json]
+
+
+#: hook(step) -> {"result": response, "state": observable state}; either key may be left out.
+Hook = Callable[[ForeignStep], "dict[str, Json] | None"]
+
+
+@dataclass(frozen=True)
+class ImportRecipe:
+    """How a foreign spec's trace reads as duespec steps (docs/traces.md, "ITF import")."""
+
+    #: Actions that only move the clock: no step.
+    time_actions: tuple[str, ...] = DEFAULT_TIME_ACTIONS
+    #: "pick:NAME", "after:VAR" or "before:VAR", tried in order.
+    time: tuple[str, ...] = DEFAULT_TIME
+    #: "OP.PICK" or "PICK" -> the argument name the pick stands for.
+    args: dict[str, str] = field(default_factory=dict)
+    #: Picks that are no argument of any operation (a clock step `dt`, say).
+    ignore_picks: frozenset[str] = frozenset()
+    #: "package.module:function" or "path/to/file.py:function", turning a foreign state into
+    #: duespec's response and observable state.
+    hook: str | None = None
+    #: Where a relative hook file is looked for (the mapping file's folder).
+    base: Path = Path(".")
+    #: Import the expected observable state of each step (from the hook or the variables).
+    states: bool = True
+
+
+class RecipeError(ValueError):
+    """An import recipe that cannot work (bad --arg, --time or hook): a usage error."""
+
+
 def import_itf(itf_path: str | os.PathLike[str], out_path: str | os.PathLike[str], *,
                system: str | None = None, profile: str | None = None,
-               config: dict[str, Json] | None = None,
-               time_actions: tuple[str, ...] = DEFAULT_TIME_ACTIONS, now_var: str = "now",
-               states: bool = True) -> Path:
-    """Convert an ITF trace (from `quint run --mbt`, or from `export_itf`) to a duespec trace."""
-    header, steps = read_itf(itf_path, system=system, profile=profile, config=config,
-                             time_actions=time_actions, now_var=now_var, states=states)
+               config: dict[str, Json] | None = None, recipe: ImportRecipe = ImportRecipe()) -> Path:
+    """Convert an ITF trace (from `quint run --mbt`, or from `export_itf`) to a duespec trace.
+
+    The trace is published only when every step was read, so a refused import writes nothing."""
+    header, steps = read_itf(itf_path, system=system, profile=profile, config=config, recipe=recipe)
     return write_trace(out_path, header, steps)
 
 
 def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, profile: str | None = None,
              config: dict[str, Json] | None = None,
-             time_actions: tuple[str, ...] = DEFAULT_TIME_ACTIONS, now_var: str = "now",
-             states: bool = True) -> tuple[TraceHeader, Iterator[dict[str, Json]]]:
+             recipe: ImportRecipe = ImportRecipe()) -> tuple[TraceHeader, Iterator[dict[str, Json]]]:
     """The duespec header and steps an ITF trace stands for.
 
     System, profile and config come from the arguments, else from the `#meta.duespec`
-    header a duespec export leaves, else from the system's defaults."""
+    header a duespec export leaves, else from the system's defaults. Raises RecipeError for
+    a recipe that does not fit the system, TraceError for a trace that does not fit it."""
     where = str(itf_path)
     try:
         with open(itf_path, encoding="utf-8") as handle:
@@ -238,67 +317,274 @@ def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, pro
     chosen = profile or recorded.get("profile") or descriptor.profiles[0]
     if chosen not in descriptor.profiles:
         raise TraceError(where, None, f"{name} has no profile {chosen!r}; known: {', '.join(descriptor.profiles)}")
+    reader = _StepReader(name, recipe, where)
+    chosen_config = config if config is not None else recorded.get("config", descriptor.config(chosen))
+    extra: dict[str, Json] = {"itf_meta": {k: v for k, v in meta.items() if k != "duespec"}} if meta else {}
+    if recipe != ImportRecipe():
+        extra["itf_import"] = reader.describe()
     header = TraceHeader(
-        system=name, profile=chosen,
-        config=config if config is not None else recorded.get("config", descriptor.config(chosen)),
-        seed=recorded.get("seed"), producer=f"duespec {__version__} itf import of {Path(itf_path).name}",
-        extra={"itf_meta": {k: v for k, v in meta.items() if k != "duespec"}} if meta else {})
-    return header, _itf_steps(document["states"], name, where, frozenset(time_actions), now_var, states)
+        system=name, profile=chosen, config=chosen_config, seed=recorded.get("seed"),
+        producer=f"duespec {__version__} itf import of {Path(itf_path).name}", extra=extra)
+    return header, reader.steps(document["states"], chosen_config)
 
 
-def _itf_steps(states: list[Json], system: str, where: str, time_actions: frozenset[str],
-               now_var: str, with_states: bool) -> Iterator[dict[str, Json]]:
-    own_args = get_system(system).operations
-    every_arg = {name for args in own_args.values() for name in args}
-    index = 0
-    for position, state in enumerate(states[1:], start=1):
+class _StepReader:
+    """One recipe applied to one system: checked once, then run over the ITF states."""
+
+    def __init__(self, system: str, recipe: ImportRecipe, where: str):
+        self.system, self.recipe, self.where = system, recipe, where
+        self.operations = get_system(system).operations
+        self.state_keys = get_system(system).state_keys
+        self.optional = get_system(system).optional_args
+        self.time = [_time_source(source) for source in recipe.time]
+        if not self.time:
+            raise RecipeError("no time source: give --time pick:NAME, after:VAR or before:VAR")
+        self.renames = self._renames(recipe.args)
+        self.hook = load_hook(recipe.hook, recipe.base) if recipe.hook else None
+
+    def describe(self) -> dict[str, Json]:
+        """The recipe as the trace header keeps it, so the import can be repeated."""
+        return {"args": dict(self.recipe.args), "ignore_picks": sorted(self.recipe.ignore_picks),
+                "time": list(self.recipe.time), "time_actions": list(self.recipe.time_actions),
+                "hook": self.recipe.hook, "states": self.recipe.states}
+
+    def _renames(self, args: dict[str, str]) -> dict[str, dict[str, str]]:
+        """op -> {pick: argument}, from "OP.PICK" (one op) and "PICK" (every op that has ARG)."""
+        renames: dict[str, dict[str, str]] = {op: {} for op in self.operations}
+        for source, argument in sorted(args.items(), key=lambda item: "." in item[0]):
+            action, dot, pick = source.rpartition(".")
+            if not pick or (dot and not action):
+                raise RecipeError(f"--arg {source}={argument}: expected OP.PICK=ARG or PICK=ARG")
+            if dot:
+                op = action if action in self.operations else op_for_action(self.system, action)
+                if op is None:
+                    raise RecipeError(f"--arg {source}={argument}: {action!r} is no operation of "
+                                      f"{self.system} ({', '.join(self.operations)})")
+                if argument not in self.operations[op]:
+                    raise RecipeError(f"--arg {source}={argument}: {op} has no argument {argument!r} "
+                                      f"(it takes {', '.join(self.operations[op]) or 'none'})")
+                renames[op][pick] = argument
+                continue
+            owners = [op for op, names in self.operations.items() if argument in names]
+            if not owners:
+                raise RecipeError(f"--arg {source}={argument}: no operation of {self.system} takes "
+                                  f"an argument {argument!r}")
+            for op in owners:
+                renames[op][pick] = argument
+        return renames
+
+    def steps(self, states: list[Json], config: dict[str, Json]) -> Iterator[dict[str, Json]]:
+        index = 0
+        before = self._variables(states[0], 0)
+        for position, state in enumerate(states[1:], start=1):
+            after = self._variables(state, position)
+            step = self._step(state, position, index, before, after, config)
+            before = after
+            if step is not None:
+                yield check_step(step, index, self.where, None)
+                index += 1
+
+    def _variables(self, state: Json, position: int) -> _Variables:
         place = f"ITF state {position}"
         if not isinstance(state, dict):
-            raise TraceError(where, None, f"{place}: expected an object")
-        variables = _unqualified(state, where, place)
+            raise TraceError(self.where, None, f"{place}: expected an object")
+        return _Variables(_unqualified(state, self.where, place), f"{self.where}: {place}")
+
+    def _step(self, state: dict[str, Json], position: int, index: int, before: _Variables,
+              after: _Variables, config: dict[str, Json]) -> dict[str, Json] | None:
+        place = f"ITF state {position}"
+
+        def refuse(problem: str) -> TraceError:
+            return TraceError(self.where, None, f"{place}: {problem}")
+
         action = _metadata(state, "actionTaken", ACTION_TAKEN)
         if not isinstance(action, str):
-            raise TraceError(where, None, f'{place}: no "{ACTION_TAKEN}"; produce the trace with '
-                                          f"`quint run --mbt`")
-        if action in time_actions:
-            continue
-        op = op_for_action(system, action)
+            raise refuse(f'no "{ACTION_TAKEN}"; produce the trace with `quint run --mbt`')
+        if action in self.recipe.time_actions:
+            return None
+        op = op_for_action(self.system, action)
         if op is None:
             hint = ("an anonymous action: name it in the spec" if action == "" else
-                    f"not an operation of {system} (known: "
-                    f"{', '.join(action_name(o) for o in own_args)}; clock-only actions: "
-                    f"{', '.join(sorted(time_actions)) or 'none'})")
-            raise TraceError(where, None, f"{place}: action {action!r} is {hint}")
+                    f"not an operation of {self.system} (known: "
+                    f"{', '.join(action_name(o) for o in self.operations)}; clock-only actions: "
+                    f"{', '.join(sorted(self.recipe.time_actions)) or 'none'})")
+            raise refuse(f"action {action!r} is {hint}")
         picks = _metadata(state, "nondetPicks", NONDET_PICKS)
         if picks is None:
             picks = {}
         if not isinstance(picks, dict):
-            raise TraceError(where, None, f'{place}: "{NONDET_PICKS}" must be a record')
-        args: dict[str, Json] = {}
-        now: Json = None
-        for pick, raw in picks.items():
-            value = from_itf(raw, f"{where}: {place}: pick {pick}")
-            if raw == NONE:
-                continue
-            if pick == now_var:
-                now = value
-            elif pick in own_args[op] or pick not in every_arg:
-                args[pick] = value
-        if now is None:
-            if now_var not in variables:
-                raise TraceError(where, None, f"{place}: no time: need a state variable or a "
-                                              f"nondeterministic pick named {now_var!r}")
-            now = from_itf(variables[now_var], f"{where}: {place}: {now_var}")
+            raise refuse(f'"{NONDET_PICKS}" must be a record')
+        chosen = {pick: from_itf(raw, f"{self.where}: {place}: pick {pick}")
+                  for pick, raw in picks.items() if raw != NONE}
+        now = self._now(chosen, before, after, refuse)
+        args = self._args(op, action, chosen, refuse)
         step: dict[str, Json] = {"i": index, "op": op, "args": args, "now": now}
-        if RESULT_VAR in state:
-            result = from_itf(state[RESULT_VAR], f"{where}: {place}: {RESULT_VAR}")
+        answered = self._hook(ForeignStep(position, action, op, dict(args), now, dict(config),
+                                          before.decoded(), after.decoded()), refuse) if self.hook else {}
+        if "result" in answered:
+            step["result"] = answered["result"]
+        elif RESULT_VAR in state:
+            result = from_itf(state[RESULT_VAR], f"{self.where}: {place}: {RESULT_VAR}")
             if result is not None:
                 step["result"] = result
-        keys = get_system(system).state_keys
-        if with_states and all(k in variables for k in keys):
-            step["state"] = {k: from_itf(variables[k], f"{where}: {place}: {k}") for k in keys}
-        yield check_step(step, index, where, None)
-        index += 1
+        if self.recipe.states:
+            if "state" in answered:
+                step["state"] = answered["state"]
+            elif not self.hook and all(k in after.raw for k in self.state_keys):
+                step["state"] = {k: after.get(k) for k in self.state_keys}
+        for key in ("args", "now", "result", "state"):
+            problem = json_problem(step.get(key))
+            if problem:
+                raise refuse(f"the step's {key} holds {problem}; turn the spec's values into "
+                             f"duespec's with a mapping hook (--hook, docs/traces.md)"
+                             + ("" if key != "state" else ", or pass --no-states"))
+        return step
+
+    def _now(self, picks: dict[str, Json], before: _Variables, after: _Variables,
+             refuse: Callable[[str], TraceError]) -> Json:
+        for kind, name in self.time:
+            if kind == "pick" and name in picks:
+                return picks[name]
+            variables = after if kind == "after" else before if kind == "before" else None
+            if variables is not None and name in variables.raw:
+                return variables.get(name)
+        tried = ", ".join(TIME_SOURCE_WORDS[kind].format(name) for kind, name in self.time)
+        raise refuse(f"no time: tried {tried}; say where the time is with --time "
+                     f"pick:NAME, after:VAR or before:VAR")
+
+    def _args(self, op: str, action: str, picks: dict[str, Json],
+              refuse: Callable[[str], TraceError]) -> dict[str, Json]:
+        """The op's arguments from the action's picks; a pick that fits no operation, or an
+        argument no pick gave, refuses the import rather than write a trace every target fails."""
+        wanted = self.operations[op]
+        renamed = self.renames[op]
+        time_picks = {name for kind, name in self.time if kind == "pick"}
+        elsewhere = ({n for names in self.operations.values() for n in names}
+                     | {pick for table in self.renames.values() for pick in table})
+        args: dict[str, Json] = {}
+        for pick, value in picks.items():
+            if pick in time_picks or pick in self.recipe.ignore_picks:
+                continue
+            argument = renamed.get(pick, pick if pick in wanted else None)
+            if argument is not None:
+                if argument in args:
+                    raise refuse(f"{op} argument {argument!r} is given by two picks; drop one with "
+                                 f"--ignore-pick")
+                args[argument] = value
+            elif pick not in elsewhere:
+                raise refuse(f"pick {pick!r} of action {action!r} is no argument of {op} (it takes "
+                             f"{', '.join(wanted) or 'none'}); rename it with --arg {op}.{pick}=ARG "
+                             f"or drop it with --ignore-pick {pick}")
+        optional = self.optional.get(op, ())
+        missing = [name for name in wanted if name not in args and name not in optional]
+        if missing:
+            given = ", ".join(sorted(picks)) or "none"
+            raise refuse(f"{op} needs {', '.join(missing)}, but no pick of action {action!r} gives "
+                         f"{'it' if len(missing) == 1 else 'them'} (its picks: {given}); rename "
+                         f"one with --arg {op}.PICK={missing[0]}")
+        return {name: args[name] for name in wanted if name in args}
+
+    def _hook(self, step: ForeignStep, refuse: Callable[[str], TraceError]) -> dict[str, Json]:
+        assert self.hook is not None
+        try:
+            answered = self.hook(step)
+        except Exception as error:  # a hook is the user's code: name it and what it raised
+            raise refuse(f"the mapping hook {self.recipe.hook} raised {type(error).__name__}: "
+                         f"{error}") from None
+        if answered is None:
+            return {}
+        if not isinstance(answered, dict) or set(answered) - {"result", "state"}:
+            raise refuse(f"the mapping hook {self.recipe.hook} must return a dict with the keys "
+                         f"'result' and/or 'state', got {answered!r:.200}")
+        for key in ("result", "state"):
+            if key in answered and not isinstance(answered[key], dict):
+                raise refuse(f"the mapping hook's {key} must be a JSON object, got {answered[key]!r:.200}")
+        if "state" in answered and set(answered["state"]) != set(self.state_keys):
+            raise refuse(f"the mapping hook's state has the keys {', '.join(sorted(answered['state']))}; "
+                         f"{self.system}'s observable state has {', '.join(self.state_keys)}")
+        return answered
+
+
+@dataclass(frozen=True)
+class _Variables:
+    """One ITF state's variables by their own name, decoded when asked for: a variable
+    nobody reads (a lambda Quint could not serialize, say) does not stop an import."""
+
+    raw: dict[str, Json]
+    place: str
+
+    def get(self, name: str) -> Json:
+        return from_itf(self.raw[name], f"{self.place}: {name}")
+
+    def decoded(self) -> dict[str, Json]:
+        return {name: self.get(name) for name in self.raw}
+
+
+TIME_SOURCE_WORDS = {"pick": "the pick {!r}", "after": "the variable {!r} after the step",
+                     "before": "the variable {!r} before the step"}
+
+
+def _time_source(source: str) -> tuple[str, str]:
+    kind, colon, name = source.partition(":")
+    if not colon or kind not in TIME_KINDS or not name:
+        raise RecipeError(f"--time {source}: expected pick:NAME, after:VAR or before:VAR")
+    return kind, name
+
+
+def load_hook(spec: str, base: Path = Path(".")) -> Hook:
+    """The function `spec` names: "package.module:function" (found from the working
+    directory) or "path/to/file.py:function" (relative to `base`)."""
+    module_name, colon, function = spec.rpartition(":")
+    if not colon or not module_name or not function:
+        raise RecipeError(f"hook {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
+    try:
+        if module_name.endswith(".py"):
+            path = base / module_name
+            loader = importlib.util.spec_from_file_location(f"duespec_itf_hook_{path.stem}", path)
+            if loader is None or loader.loader is None or not path.is_file():
+                raise RecipeError(f"hook {spec!r}: no such file {path}")
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)
+        else:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(module_name)
+    except RecipeError:
+        raise
+    except Exception as error:  # importing runs the user's code; report whatever it raised
+        raise RecipeError(f"hook {spec!r}: cannot load {module_name}: {type(error).__name__}: {error}") from None
+    found = getattr(module, function, None)
+    if not callable(found):
+        raise RecipeError(f"hook {spec!r}: {module_name} has no function {function!r}")
+    return found
+
+
+def load_mapping(path: str | os.PathLike[str]) -> dict[str, Json]:
+    """A mapping file (TOML): the import flags written down once for a foreign spec.
+
+    Keys: system, profile, config (a table), args (a table "OP.PICK" = "ARG"),
+    ignore_picks, time, time_actions (lists of strings), hook (a file relative to the
+    mapping file, or a module), states (bool)."""
+    where = Path(path)
+    try:
+        data = tomllib.loads(where.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise RecipeError(f"mapping file {where}: cannot read: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise RecipeError(f"mapping file {where}: not TOML: {error}") from None
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "system": str, "profile": str, "config": dict, "args": dict, "ignore_picks": list, "time": list,
+        "time_actions": list, "hook": str, "states": bool}
+    for key, value in data.items():
+        if key not in kinds:
+            raise RecipeError(f"mapping file {where}: unknown key {key!r}; known: {', '.join(kinds)}")
+        if not isinstance(value, kinds[key]):
+            raise RecipeError(f"mapping file {where}: {key} must be a {kinds[key].__name__}")  # type: ignore[union-attr]
+        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+            raise RecipeError(f"mapping file {where}: {key} must be a list of strings")
+    if not all(isinstance(v, str) for v in data.get("args", {}).values()):
+        raise RecipeError(f"mapping file {where}: every args value must be a string (an argument name)")
+    return data
 
 
 def _metadata(state: dict[str, Json], name: str, variable: str) -> Json:
@@ -324,13 +610,38 @@ def _unqualified(state: dict[str, Json], where: str, place: str) -> dict[str, Js
 
 # --- command ----------------------------------------------------------------------------
 
+def _recipe(args: argparse.Namespace) -> tuple[ImportRecipe, dict[str, Json]]:
+    """The import recipe: the mapping file, then the flags on top of it."""
+    mapping = load_mapping(args.mapping) if args.mapping else {}
+    base = Path(args.mapping).parent if args.mapping else Path(".")
+    renames = dict(mapping.get("args", {}))
+    for flag in args.arg or ():
+        source, equals, argument = flag.partition("=")
+        if not equals or not source or not argument:
+            raise RecipeError(f"--arg {flag}: expected OP.PICK=ARG or PICK=ARG")
+        renames[source] = argument
+    time = tuple(args.time or ())
+    if not time and args.now_var:
+        time = (f"pick:{args.now_var}", f"after:{args.now_var}")
+    hook, hook_base = mapping.get("hook"), base
+    if args.hook:
+        hook, hook_base = args.hook, Path(".")
+    recipe = ImportRecipe(
+        time_actions=tuple(args.time_action or mapping.get("time_actions") or DEFAULT_TIME_ACTIONS),
+        time=time or tuple(mapping.get("time") or DEFAULT_TIME),
+        args=renames, ignore_picks=frozenset(mapping.get("ignore_picks", ())) | set(args.ignore_pick or ()),
+        hook=hook, base=hook_base, states=mapping.get("states", True) and not args.no_states)
+    return recipe, mapping
+
+
 def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
     try:
         if args.direction == "export":
             out = export_itf(source, args.output or _renamed(source, ".itf.json"))
         else:
-            config = None
+            recipe, mapping = _recipe(args)
+            config = mapping.get("config")
             if args.config is not None:
                 try:
                     config = json.loads(args.config)
@@ -340,10 +651,12 @@ def main(args: argparse.Namespace) -> int:
                 if not isinstance(config, dict):
                     print("duespec itf: --config must be a JSON object", file=sys.stderr)
                     return EXIT_USAGE
-            out = import_itf(source, args.output or _renamed(source, ".jsonl"), system=args.system,
-                             profile=args.profile, config=config,
-                             time_actions=tuple(args.time_action or DEFAULT_TIME_ACTIONS),
-                             now_var=args.now_var, states=not args.no_states)
+            out = import_itf(source, args.output or _renamed(source, ".jsonl"),
+                             system=args.system or mapping.get("system"),
+                             profile=args.profile or mapping.get("profile"), config=config, recipe=recipe)
+    except RecipeError as error:
+        print(f"duespec itf: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except TraceError as error:
         print(f"MALFORMED: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -365,17 +678,34 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "itf", help="convert traces to and from ITF (Apalache/Quint Informal Trace Format)",
         description="export: a duespec trace as ITF, one state per step with the model's state. "
                     "import: an ITF trace from `quint run --mbt` (or an export) as a duespec "
-                    "trace for `duespec replay`. The mapping is in docs/traces.md.")
+                    "trace for `duespec replay`; a foreign spec's names, clock and answers are "
+                    "mapped with --arg, --time and --hook, or a --mapping file. The mapping is in "
+                    "docs/traces.md.")
     parser.add_argument("direction", choices=("export", "import"))
     parser.add_argument("source", metavar="FILE", help="the trace (export) or the ITF file (import)")
     parser.add_argument("-o", "--output", default=None, help="where to write (default: beside FILE)")
+    parser.add_argument("--mapping", metavar="FILE.toml", default=None,
+                        help="import: a TOML file holding any of the options below; flags add to it")
     parser.add_argument("--system", choices=NAMES, default=None, help="import: the system the spec models")
     parser.add_argument("--profile", default=None, help="import: spec reading (default: the system's first)")
     parser.add_argument("--config", default=None, help="import: the config as a JSON object")
+    parser.add_argument("--arg", action="append", metavar="[OP.]PICK=ARG",
+                        help="import: the spec's pick PICK is argument ARG (of operation OP only, "
+                             "e.g. cancel.who=caller); repeatable")
+    parser.add_argument("--ignore-pick", action="append", metavar="PICK",
+                        help="import: a pick that is no argument (e.g. a clock step dt); repeatable")
+    parser.add_argument("--time", action="append", metavar="SOURCE",
+                        help="import: where a step's time is: pick:NAME, after:VAR (the state the "
+                             "action reached) or before:VAR (the state it left); repeatable, tried "
+                             "in order (default: pick:now, after:now)")
+    parser.add_argument("--now-var", default=None, metavar="NAME",
+                        help="import: shorthand for --time pick:NAME --time after:NAME")
     parser.add_argument("--time-action", action="append", metavar="NAME",
                         help="import: a Quint action that only advances the clock (repeatable; "
                              f"default {', '.join(DEFAULT_TIME_ACTIONS)})")
-    parser.add_argument("--now-var", default="now", help="import: the variable or pick holding the time")
+    parser.add_argument("--hook", default=None, metavar="MODULE:FUNCTION",
+                        help="import: a function (module:function or file.py:function) turning the "
+                             "spec's variables into duespec's response and state (docs/traces.md)")
     parser.add_argument("--no-states", action="store_true",
                         help="import: do not import the ITF states as expected observable states")
     parser.set_defaults(run=main)

@@ -38,6 +38,10 @@ class ReplayResult:
     #: against the model, compares nothing, and says so).
     responses_compared: int = 0
     states_compared: int = 0
+    #: How many of the trace's own results and states (a foreign model's answers, for an
+    #: ITF import) were compared, with the model's or, against the model, with the target's.
+    recorded_results: int = 0
+    recorded_states: int = 0
     #: None when the trace is confirmed; otherwise what went wrong, for people.
     divergence: str | None = None
     #: The diverging step, as recorded.
@@ -51,8 +55,11 @@ class ReplayResult:
         rate = self.steps / self.seconds if self.seconds else 0.0
         where = f"{self.path} [{self.system}/{self.profile}] against {self.target}"
         if self.confirmed:
+            recorded = (f"; the trace's own {self.recorded_results} results and {self.recorded_states} "
+                        f"states among them" if self.recorded_results or self.recorded_states else "")
             return (f"CONFIRMED: {where}: {self.steps} steps, {self.responses_compared} responses and "
-                    f"{self.states_compared} states compared ({self.seconds:.2f}s, {rate:,.0f} steps/s)")
+                    f"{self.states_compared} states compared{recorded} ({self.seconds:.2f}s, "
+                    f"{rate:,.0f} steps/s)")
         at = f"step {self.step['i']}" if self.step and self.step["i"] >= 0 else "the start"
         return f"DIVERGES: {where} at {at}\n{self.divergence}"
 
@@ -121,8 +128,10 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
         if oracle is not None:
             answer = _attempt(lambda: oracle.step(op, args, now), step, "the model raised")
             if recorded is not None and not responses_agree(recorded, answer):
-                raise _Diverged(step, "the model no longer gives the recorded result, so the trace "
-                                      "does not follow the current spec:\n"
+                raise _Diverged(step, "the model does not give the recorded result, so the trace does "
+                                      "not follow the current spec (it moved since the trace was "
+                                      "recorded, or the trace's producer, a foreign model say, "
+                                      "disagrees with it):\n"
                                 + _indent(describe_divergence(step, "response", comparable(recorded),
                                                               comparable(answer))))
             expected = answer
@@ -136,6 +145,7 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
                     f"    {line}" for line in lines or ["(no difference)"])
             raise _Diverged(step, text)
         counts.responses_compared += expected is not None
+        counts.recorded_results += recorded is not None
         if oracle is not None or "state" in step:
             want = oracle.observe() if oracle is not None else step["state"]
             if "state" in step and not same_json(step["state"], want):
@@ -146,6 +156,7 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
                 raise _Diverged(step, describe_divergence(step, "state", want, have,
                                                           getattr(subject, "last_exchange", None)))
             counts.states_compared += 1
+            counts.recorded_states += "state" in step
         taken += 1
     return taken
 

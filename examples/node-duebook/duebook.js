@@ -121,7 +121,24 @@ class Book {
   }
 }
 
-const OPERATIONS = ['schedule', 'claim', 'cancel', 'expire', 'get', 'claimable', 'expirable'];
+// Each op's argument names (operations.md). A request with any other op, or whose args
+// are not an object holding exactly these keys, is answered `invalid` (protocol.md).
+const ARGUMENTS = {
+  schedule: ['owner', 'delay', 'ttl'],
+  claim: ['id'],
+  cancel: ['id', 'caller'],
+  expire: ['id'],
+  get: ['id'],
+  claimable: ['limit'],
+  expirable: ['limit'],
+};
+
+function isWellFormed(op, args) {
+  if (typeof op !== 'string' || !Object.hasOwn(ARGUMENTS, op)) return false;
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return false;
+  const given = Object.keys(args);
+  return given.length === ARGUMENTS[op].length && ARGUMENTS[op].every((name) => Object.hasOwn(args, name));
+}
 
 // The protocol: one request per line in, one reply per line out, stderr for logs.
 function serve(makeBook) {
@@ -139,9 +156,9 @@ function serve(makeBook) {
       }
       case 'step': {
         if (book === null) throw new Error('step before reset');
-        if (!OPERATIONS.includes(request.op)) throw new Error(`unknown op ${JSON.stringify(request.op)}`);
-        const args = request.args || Object.create(null);
-        return { type: 'step', response: book[request.op](args, request.now) };
+        const { op, args, now } = request;
+        if (!isWellFormed(op, args)) return { type: 'step', response: error('invalid') };
+        return { type: 'step', response: book[op](args, now) };
       }
       case 'observe':
         if (book === null) throw new Error('observe before reset');

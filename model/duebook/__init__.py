@@ -20,6 +20,7 @@ from duespec.model.duebook.expire import expire
 from duespec.model.duebook.get import get
 from duespec.model.duebook.must import must_cancel, must_claim, must_expire, must_get, must_schedule
 from duespec.model.duebook.queries import claimable, expirable
+from duespec.model.duebook.request import ARGUMENTS, step
 from duespec.model.duebook.schedule import schedule
 from duespec.model.duebook.state import deferral_json, observe
 from duespec.model.duebook.tags import OPERATION_TAGS, WRAPPER_TAGS
@@ -27,7 +28,7 @@ from duespec.model.duebook.validate import INT64_MAX, INT64_MIN
 
 __all__ = [
     "Book", "Deferral", "new_book", "schedule", "claim", "cancel", "expire", "get",
-    "claimable", "expirable", "must_schedule", "must_claim", "must_cancel", "must_expire",
+    "claimable", "expirable", "step", "ARGUMENTS", "must_schedule", "must_claim", "must_cancel", "must_expire",
     "must_get", "observe", "deferral_json", "Panic", "INVALID", "NOT_FOUND", "NOT_DUE",
     "EXPIRED", "NOT_EXPIRED", "NOT_OWNER", "FULL", "OPERATION_TAGS", "WRAPPER_TAGS",
     "INT64_MAX", "INT64_MIN",

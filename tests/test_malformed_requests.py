@@ -1,0 +1,142 @@
+"""Every malformed request docs/protocol.md ("Malformed requests") says the contract
+answers gets that answer, for both systems, from the model, the implementation and the
+JavaScript example target, and changes nothing (duebook D-27, schedules X-03)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duespec.systems import get_system
+from duespec.targets.interface import Target
+from duespec.targets.stdio import StdioTargetFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_TIME = 253402300799999
+T0 = 1_767_225_600_000
+
+#: (shape, op, args, now, expected error code) for duebook: `invalid` for every shape;
+#: None where the documented answer is the op's ordinary one (cancel and get ignore now).
+DUEBOOK: list[tuple[str, Any, Any, Any, str]] = [
+    ("args null", "claim", None, 5, "invalid"),
+    ("args a list", "get", [1], 5, "invalid"),
+    ("args a string", "expire", "1", 5, "invalid"),
+    ("args a number", "claimable", 3, 5, "invalid"),
+    ("extra key", "claim", {"id": 1, "now": 5}, 5, "invalid"),
+    ("extra key beside every argument", "cancel", {"id": 1, "caller": "alice", "force": True}, 5, "invalid"),
+    ("missing key", "cancel", {"id": 1}, 5, "invalid"),
+    ("missing every key", "schedule", {}, 5, "invalid"),
+    ("unknown op", "reschedule", {"id": 1}, 5, "invalid"),
+    ("an op of the other system", "schedule.get", {"id": "s"}, 5, "invalid"),
+    ("op in another case", "Claim", {"id": 1}, 5, "invalid"),
+    ("id a bool", "claim", {"id": True}, 5, "invalid"),
+    ("id a float", "expire", {"id": 1.0}, 5, "invalid"),
+    ("id a string", "get", {"id": "1"}, 5, "invalid"),
+    ("id beyond int64", "get", {"id": 2**63}, 5, "invalid"),
+    ("owner null", "schedule", {"owner": None, "delay": 0, "ttl": 0}, 5, "invalid"),
+    ("caller empty", "cancel", {"id": 1, "caller": ""}, 5, "invalid"),
+    ("delay negative", "schedule", {"owner": "bob", "delay": -1, "ttl": 0}, 5, "invalid"),
+    ("limit a float", "expirable", {"limit": 1.5}, 5, "invalid"),
+    ("now a float", "claim", {"id": 1}, 5.5, "invalid"),
+    ("now a string", "schedule", {"owner": "bob", "delay": 0, "ttl": 0}, "5", "invalid"),
+    ("now null", "claimable", {"limit": 2}, None, "invalid"),
+    ("now a bool", "expire", {"id": 1}, True, "invalid"),
+    ("now negative", "claim", {"id": 1}, -1, "invalid"),
+    ("now beyond int64", "expirable", {"limit": 2}, 2**63, "invalid"),
+]
+
+#: Cancel and Get do not read `now`, so a `now` that is no time leaves their answer alone.
+DUEBOOK_NOW_IGNORED = [
+    ("get", {"id": 1}, 1.5, {"ok": {"id": 1, "owner": "alice", "due_at": 0, "expires_at": 5}}),
+    ("cancel", {"id": 1, "caller": "bob"}, None, {"error": "not_owner"}),
+]
+
+SCHEDULES: list[tuple[str, Any, Any, Any]] = [
+    ("args null", "schedule.get", None, T0),
+    ("args a list", "promise.get", ["p"], T0),
+    ("args a string", "schedule.delete", "s", T0),
+    ("extra key", "schedule.get", {"id": "s", "now": T0}, T0),
+    ("tick with an argument", "tick", {"limit": 1}, T0),
+    ("missing key", "promise.create", {"id": "p", "timeoutAt": T0}, T0),
+    ("unknown op", "schedule.reschedule", {"id": "s"}, T0),
+    ("an op of the other system", "claim", {"id": 1}, T0),
+    ("id a number", "schedule.get", {"id": 1}, T0),
+    ("id empty", "promise.get", {"id": ""}, T0),
+    ("timeoutAt a float", "promise.create",
+     {"id": "p", "timeoutAt": 1.5, "param": {"headers": {}, "data": None}, "tags": {}}, T0),
+    ("tags not strings", "promise.create",
+     {"id": "p", "timeoutAt": T0, "param": {"headers": {}, "data": None}, "tags": {"a": 1}}, T0),
+    ("now a float", "schedule.get", {"id": "s"}, 1.5),
+    ("now a string", "tick", {}, str(T0)),
+    ("now null", "promise.get", {"id": "p"}, None),
+    ("now a bool", "schedule.delete", {"id": "s"}, True),
+    ("now negative", "tick", {}, -1),
+    ("now beyond MAX_TIME", "schedule.get", {"id": "s"}, MAX_TIME + 1),
+]
+
+SCHEDULE = {"id": "s", "cron": "* * * * *", "promiseId": "s.{{.timestamp}}", "promiseTimeout": 60_000,
+            "promiseParam": {"headers": {}, "data": None}, "promiseTags": {}}
+
+
+def node_duebook() -> Target:
+    node = shutil.which("node")
+    assert node, "node is required (docs/protocol.md's example target is JavaScript); install node 20+"
+    return StdioTargetFactory([node, str(ROOT / "examples/node-duebook/duebook.js")], "duebook")()
+
+
+DUEBOOK_TARGETS = {"model": lambda: get_system("duebook").model(),
+                   "impl": lambda: get_system("duebook").impl(), "node example": node_duebook}
+
+
+@pytest.fixture(scope="module", params=sorted(DUEBOOK_TARGETS))
+def duebook(request: pytest.FixtureRequest) -> Any:
+    target = DUEBOOK_TARGETS[request.param]()
+    yield target
+    target.close()
+
+
+def fresh_duebook(target: Target) -> dict[str, Any]:
+    """A Book with deferral 1 (alice's) claimable and expirable at 5."""
+    target.reset({"max_open": 2})
+    assert "ok" in target.step("schedule", {"owner": "alice", "delay": 0, "ttl": 5}, 0)
+    return target.observe()
+
+
+@pytest.mark.parametrize("shape, op, args, now, code", DUEBOOK, ids=[row[0] for row in DUEBOOK])
+def test_duebook_answers_a_malformed_request_with_its_code(duebook: Target, shape: str, op: Any, args: Any,
+                                                          now: Any, code: str) -> None:
+    before = fresh_duebook(duebook)
+    response = duebook.step(op, args, now)
+    assert {k: v for k, v in response.items() if k != "message"} == {"error": code}, shape
+    assert duebook.observe() == before, f"{shape} changed the Book"
+
+
+@pytest.mark.parametrize("op, args, now, answer", DUEBOOK_NOW_IGNORED)
+def test_duebook_cancel_and_get_ignore_a_now_that_is_no_time(duebook: Target, op: str, args: Any, now: Any,
+                                                            answer: dict[str, Any]) -> None:
+    fresh_duebook(duebook)
+    response = duebook.step(op, args, now)
+    assert {k: v for k, v in response.items() if k != "message"} == answer
+
+
+@pytest.fixture(scope="module", params=["model", "impl"])
+def schedules(request: pytest.FixtureRequest) -> Any:
+    system = get_system("schedules")
+    target = (system.model if request.param == "model" else system.impl)()
+    yield target
+    target.close()
+
+
+@pytest.mark.parametrize("shape, op, args, now", SCHEDULES, ids=[row[0] for row in SCHEDULES])
+def test_schedules_answers_a_malformed_request_with_400(schedules: Target, shape: str, op: Any, args: Any,
+                                                      now: Any) -> None:
+    schedules.reset({"profile": "lean"})
+    assert schedules.step("schedule.create", SCHEDULE, T0)["status"] == 200
+    before = schedules.observe()
+    response = schedules.step(op, args, now)
+    assert response["status"] == 400, shape
+    assert isinstance(response.get("message"), str) and response["message"], "400 names the rule it broke"
+    assert schedules.observe() == before, f"{shape} changed the state"
