@@ -156,8 +156,8 @@ def test_every_profile_is_one_junit_testcase(tmp_path: Path, capsys: pytest.Capt
     out = capsys.readouterr().out
     assert code == 0, out
     names = [case.get("name") for case in ElementTree.parse(junit).getroot().iter("testcase")]
-    assert names == ["schedules[lean] seed=0 target=model", "schedules[server] seed=0 target=model"]
-    assert out.count("HOLDS: schedules") == 2
+    assert names == [f"schedules[{profile}] seed=0 target=model" for profile in ("lean", "server", "deployed")]
+    assert out.count("HOLDS: schedules") == 3
 
 
 class HangsOnSecondClaim:

@@ -218,3 +218,31 @@ def test_a_body_over_the_limit_is_413(served: Served) -> None:
 def test_unusable_http_targets_and_bad_serve_options_exit_2(argv, message, capsys) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_concurrent_clients_each_get_their_own_answers(served: Served) -> None:
+    import threading
+
+    Client(served.url).send("debug.reset", {"profile": "lean"})
+    failures: list[str] = []
+
+    def create_and_read(who: int) -> None:
+        client = Client(served.url)
+        for n in range(25):
+            id = f"c{who}-{n}"
+            status, answer = client.send("promise.create", {"id": id, "timeoutAt": T0 + n + 1,
+                                                            "param": {"headers": {}, "data": None}, "tags": {}},
+                                         **{"resonate:debug_time": T0})
+            got = client.send("promise.get", {"id": id}, **{"resonate:debug_time": T0})[1]
+            if status != 200 or answer["data"]["promise"]["id"] != id or got["data"]["promise"]["id"] != id \
+                    or got["head"]["corrId"] != f"c{client.count}":
+                failures.append(f"{id}: {status} {answer} {got}")
+
+    threads = [threading.Thread(target=create_and_read, args=(who,)) for who in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures[:3]
+    promises = Client(served.url).send("debug.snap", {})[1]["data"]["promises"]
+    assert len(promises) == 100
