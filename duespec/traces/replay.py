@@ -42,6 +42,8 @@ class ReplayResult:
     divergence: str | None = None
     #: The diverging step, as recorded.
     step: dict[str, Json] | None = None
+    #: The target the trace's header says it was recorded against (a failure trace's).
+    recorded_target: Json = None
 
     @property
     def confirmed(self) -> bool:
@@ -83,7 +85,8 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
                                        f"known: {', '.join(system.profiles)}")
     subject = (factory or resolve_target(system, target))()
     oracle = None if target == "model" and factory is None else system.model()
-    result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0)
+    result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
+                          recorded_target=header.extra.get("target"))
     started = time.perf_counter()
     try:
         _reset(str(path), header, subject, oracle)
@@ -186,6 +189,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"MALFORMED: {error}", file=sys.stderr)
             worst = EXIT_USAGE
             continue
+        if isinstance(result.recorded_target, str) and result.recorded_target.strip() != args.target.strip():
+            print(f"warning: {path} was recorded against target {result.recorded_target!r}, "
+                  f"replayed against {args.target!r}", file=sys.stderr)
         print(result.report(), flush=True)
         if not result.confirmed and worst == EXIT_HOLDS:
             worst = EXIT_FAILED
