@@ -13,21 +13,23 @@ Json = Any
 
 
 class ThreePlantedBugs(ModelTarget):
-    """1. claim: the window is closed at its end (a claim at expires_at succeeds);
+    """1. claim: a deferral that is not due yet answers not_found, not not_due;
     2. cancel: a caller who is not the owner is told not_found, not not_owner;
-    3. get: an id that is not open is invalid, not not_found."""
+    3. expire: a deferral with a ttl that has not expired yet answers too_early, not
+       not_expired (one that never expires still answers not_expired)."""
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
-        if op == "claim" and type(args.get("id")) is int and type(now) is int and now > 0:
-            deferral = next((d for d in self.observe()["open"] if d["id"] == args["id"]), None)
-            if deferral is not None and deferral["expires_at"] == now:
-                return super().step(op, args, now - 1)
         response = super().step(op, args, now)
+        if op == "claim" and response.get("error") == "not_due":
+            return {"error": "not_found", "message": "nothing claimable with this id"}
         if op == "cancel" and response.get("error") == "not_owner":
             return {"error": "not_found", "message": "no deferral of yours has this id"}
-        if op == "get" and response.get("error") == "not_found":
-            return {"error": "invalid", "message": "unknown id"}
+        if op == "expire" and response.get("error") == "not_expired" and self._expires(args["id"]):
+            return {"error": "too_early", "message": "the deferral has not expired yet"}
         return response
+
+    def _expires(self, id: Json) -> bool:
+        return any(d["id"] == id and d["expires_at"] for d in self.observe()["open"])
 
 
 class KeepsIdsAcrossReset(ModelTarget):

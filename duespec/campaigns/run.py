@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, TextIO
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, Unsatisfiable, UnsatisfiedAssumption
+from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
@@ -184,7 +185,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             counted["failed_runs"] = 0
             hypothesis_seed(seed)(machine)
             try:
-                run_state_machine_as_test(machine, settings=run_settings)
+                with with_reporter(_quiet):  # the report is ours; Hypothesis's would repeat it
+                    run_state_machine_as_test(machine, settings=run_settings)
                 break
             except Unsatisfiable:
                 stopped = "every run of the last search ended at a masked difference"
@@ -214,6 +216,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         failure_summary=first.summary if first else None,
         findings=findings, masks=masks, scope=scope, searches=searches, stopped=stopped,
     )
+
+
+def _quiet(text: object) -> None:
+    """Hypothesis's reporter, silenced."""
 
 
 def _finding(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,
@@ -302,7 +308,8 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         finding = next((f for f in result.findings if not f.declared), None)
     steps = finding.counterexample if finding else result.counterexample
     identity = hashlib.sha256(f"{os.getcwd()}\0{target}".encode("utf-8", "surrogatepass")).hexdigest()
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")[-32:].strip("-") or "target"
+    words = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")
+    slug = (words if len(words) <= 32 else words[-32:].split("-", 1)[-1]) or "target"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     stem = f"{result.system}-{result.profile}-seed{result.seed}-{slug}-{identity[:12]}-{stamp}"
     folder = Path(directory)
