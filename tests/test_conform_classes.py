@@ -171,6 +171,7 @@ def test_an_exception_in_a_python_target_is_the_targets_failure(
     assert out.startswith("TARGET FAILED")
     assert "target raised ZeroDivisionError: integer division or modulo by zero" in out
     assert "planted_targets.py" in out and "in _limit_of" in out  # the innermost frames
+    assert re.search(r"class 1 of 1: target raised expirable ZeroDivisionError at planted_targets.py:\d+", out)
     assert "inside duespec" not in out
     # Replay blames the target too, without a traceback, though the target has no close().
     [trace] = (tmp_path / "failures").glob("*.jsonl")

@@ -12,8 +12,13 @@ A campaign reports each class once, with its own shrunk counterexample. A class 
   (from its coverage tags, e.g. D-09.expired -> D-09), sorted;
 - path: the first differing JSON path, list indices written `[]` so that the same field
   of any element is one path (`$.status`, `$.ok[].expires_at`, `$.schedules[].nextRunAt`);
-  a list of another length, a missing or an extra key is the path of the list or key. For
-  `target raised` the path is the exception's type name.
+  a list of another length, a missing or an extra key is the path of the list or key.
+
+A `target raised` class is where the target raised rather than where the model was: the
+exception's type and the innermost frame of the target's code (`ZeroDivisionError at
+book.py:56`; just the type for a program that died or a call past its deadline). Its op
+and requirement IDs are those of the first step found raising there, and do not tell
+classes apart: one raise site in the target is one bug, whichever op reached it.
 
 A found class is masked for the rest of the search: a difference of the same kind, op and
 requirement IDs at one of the paths that differed in its counterexample no longer fails.
@@ -54,6 +59,8 @@ class DivergenceClass:
         return f"{self.kind} {self.op} {self.path} [{requirements}]"
 
     def masks(self, kind: str, op: str, requirements: tuple[str, ...], path: str) -> bool:
+        if kind == TARGET_RAISED:
+            return self.kind == TARGET_RAISED and path == self.path
         return (kind == self.kind and op == self.op and requirements == self.requirements
                 and any(covers(mine, path) for mine in self.paths or (self.path,)))
 

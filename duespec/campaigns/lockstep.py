@@ -15,6 +15,7 @@ masked target failure ends the run there, as nothing after it could be compared.
 from __future__ import annotations
 
 import json
+import os
 import traceback
 from collections import Counter
 from typing import Any, ClassVar
@@ -117,16 +118,22 @@ def _dump(value: Json) -> str:
     return text if len(text) <= 400 else text[:400] + "..."
 
 
-def exception_details(error: BaseException) -> tuple[str, str, list[str]]:
-    """Type name, message and innermost frames of what a target raised; a TargetError that
-    wraps a Python exception (the in-process boundary) is described by what it wraps."""
+def exception_details(error: BaseException) -> tuple[str, str, list[str], str]:
+    """Type name, message, innermost frames and raise site (type and innermost frame) of
+    what a target raised; a TargetError that wraps a Python exception (the in-process
+    boundary) is described by what it wraps."""
     inner = error
     if isinstance(error, TargetError) and (error.__cause__ or error.__context__) is not None:
         inner = error.__cause__ or error.__context__  # type: ignore[assignment]
-    frames = traceback.extract_tb(inner.__traceback__)[-SHOWN_FRAMES:] if inner.__traceback__ else []
+    # A TargetError of duespec's own (a program that died, a deadline) has no frames worth showing.
+    own = isinstance(inner, TargetError)
+    frames = traceback.extract_tb(inner.__traceback__)[-SHOWN_FRAMES:] if inner.__traceback__ and not own else []
     shown = [f"{frame.filename}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
              for frame in frames]
-    return type(inner).__name__, str(error), shown
+    site = type(inner).__name__
+    if frames:
+        site += f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}"
+    return type(inner).__name__, str(error), shown, site
 
 
 class LockstepMachine(RuleBasedStateMachine):
@@ -214,12 +221,12 @@ class LockstepMachine(RuleBasedStateMachine):
     def target_failure(self, step: dict[str, Json] | None, op: str, error: BaseException) -> TargetRaised:
         """The target raised, or could not answer: its failure, classified like a divergence.
         A masked one ends the run (what the target holds after it is unknown)."""
-        type_name, message, frames = exception_details(error)
+        type_name, message, frames, site = exception_details(error)
         found = DivergenceClass(TARGET_RAISED, op, requirements_of(self.latest_tags if step else ()),
-                                type_name, (type_name,))
+                                site, (site,))
         masks = self.masks
         if masks is not None:
-            mask = masks.mask_of(TARGET_RAISED, op, found.requirements, type_name)
+            mask = masks.mask_of(TARGET_RAISED, op, found.requirements, site)
             if mask is not None:
                 masks.runs_ended[mask] += 1
                 reject()
