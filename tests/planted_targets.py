@@ -58,3 +58,13 @@ class RaisesOnExpirable(ModelTarget):
         return {"ok": [None] * (1 // args["limit"])}
 
     close = None  # type: ignore[assignment]
+
+
+class CannotStart(ModelTarget):
+    def __init__(self) -> None:
+        raise RuntimeError("cannot connect to the database")
+
+
+class CloseRaises(ModelTarget):
+    def close(self) -> None:
+        raise OSError("close failed")

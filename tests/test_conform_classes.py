@@ -179,6 +179,18 @@ def test_an_exception_in_a_python_target_is_the_targets_failure(
     assert "ZeroDivisionError" in capsys.readouterr().out
 
 
+def test_replay_reports_a_target_that_cannot_start_or_close_without_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"duespec_trace": 1, "system": "duebook", "profile": "seed", "config": '
+                     '{"max_open": 3}, "seed": null, "producer": "test", "created": "now"}\n'
+                     '{"i": 0, "op": "get", "args": {"id": 1}, "now": 0, "result": {"error": "not_found"}}\n')
+    assert main(["replay", str(trace), "--target", f"{PLANTED}:CannotStart"]) == 2
+    assert "target unusable: starting" in capsys.readouterr().err
+    assert main(["replay", str(trace), "--target", f"{PLANTED}:CloseRaises"]) == 1
+    assert "the target's close() raised OSError: close failed" in capsys.readouterr().out
+
+
 def test_failure_traces_never_collide_and_replay_warns_on_another_target(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = CampaignResult(system="duebook", profile="seed", seed=0, examples=1, steps=1, seconds=0.1,

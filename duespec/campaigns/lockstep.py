@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import traceback
 from collections import Counter
 from typing import Any, ClassVar
@@ -251,8 +252,14 @@ class LockstepMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.oracle.close()
         close = getattr(getattr(self, "target", None), "close", None)
-        if close is not None:  # close() is optional for a target
+        if close is None:  # close() is optional for a target
+            return
+        in_flight = sys.exc_info()[1]  # Hypothesis tears down in a `finally`
+        try:
             close()
+        except Exception as error:
+            if in_flight is None:
+                raise self.target_failure(self.steps[-1] if self.steps else None, "close", error) from error
 
 
 def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetFactory,

@@ -83,7 +83,10 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     if header.profile not in system.profiles:
         raise TraceError(str(path), 1, f"header: {header.system} has no profile {header.profile!r}; "
                                        f"known: {', '.join(system.profiles)}")
-    subject = (factory or resolve_target(system, target))()
+    try:
+        subject = (factory or resolve_target(system, target))()
+    except Exception as error:  # a target that cannot even start is unusable, not a crash of duespec
+        raise UsageError(f"target unusable: starting {target} raised {type(error).__name__}: {error}") from None
     oracle = None if target == "model" and factory is None else system.model()
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
@@ -96,7 +99,10 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         result.step, result.divergence = diverged.step, diverged.text
     finally:
         result.seconds = time.perf_counter() - started
-        subject.close()
+        try:
+            getattr(subject, "close", lambda: None)()
+        except Exception as error:  # the target's failure, reported like a divergence
+            result.divergence = result.divergence or f"the target's close() raised {type(error).__name__}: {error}"
         if oracle is not None:
             oracle.close()
     return result
