@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -161,6 +162,32 @@ def test_state_that_survives_reset_is_a_target_bug_of_its_own(
     assert out.startswith("TARGET FAILED")
     assert "state survives reset" in out and "after one more reset" in out
     assert "inside duespec" not in out and "Flaky" not in out.split("found as:")[0]
+
+
+def test_a_program_that_keeps_its_id_counter_across_reset_is_reported_as_such(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One process serves every run of a stdio campaign: the issue's own case."""
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    skeleton = doc.split("## 9. Skeleton", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "leaky_target.py"
+    script.write_text(
+        "from duespec.systems.duebook import ModelTarget\n\n"
+        "ALLOCATED = [0]\n\n"
+        "class MyBook(ModelTarget):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.reset(config)\n\n"
+        "    def step(self, op, args, now):\n"
+        "        response = super().step(op, args, now)\n"
+        "        if op == 'schedule' and 'ok' in response:\n"
+        "            ALLOCATED[0] += 1\n"
+        "            response = {'ok': {**response['ok'], 'id': ALLOCATED[0]}}\n"
+        "        return response\n\n" + skeleton)
+    code = conform(tmp_path, f"stdio:{sys.executable} {script}")
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("TARGET FAILED") and "the target's state survives reset" in out
+    assert "inside duespec" not in out
 
 
 def test_an_exception_in_a_python_target_is_the_targets_failure(
