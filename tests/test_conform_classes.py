@@ -161,6 +161,7 @@ def test_state_that_survives_reset_is_a_target_bug_of_its_own(
     assert code == 1, out
     assert out.startswith("TARGET FAILED")
     assert "state survives reset" in out and "after one more reset" in out
+    assert "duespec replay" not in out  # a fresh target passes the trace: no CONFIRMED to mislead
     assert "inside duespec" not in out and "Flaky" not in out.split("found as:")[0]
 
 

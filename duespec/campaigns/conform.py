@@ -22,6 +22,8 @@ from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
     DIVERGENCE,
     ERROR,
+    LEAK,
+    NOT_REPRODUCIBLE,
     CampaignResult,
     Finding,
     add_budget_arguments,
@@ -100,7 +102,12 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
         lines.append(f"trace: {trace}")
     elif trace_problem:
         lines.append(f"trace not written: {trace_problem}")
-    lines.extend(reproduce_lines(args, result, trace))
+    history = finding.kind == LEAK or (finding.divergence_class is not None
+                                       and finding.divergence_class.kind == NOT_REPRODUCIBLE)
+    if history:
+        lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
+                     "so the conform command below reproduces it and replaying the trace does not)")
+    lines.extend(reproduce_lines(args, result, None if history else trace))
     return "\n".join(lines)
 
 
