@@ -32,15 +32,15 @@ class Case:
 
 def to_xml(suite: str, cases: list[Case]) -> str:
     testcases = [entry for case in cases for entry in _testcases(case)]
-    failures = sum(1 for *_, tag, _text in testcases if tag == "failure")
-    errors = sum(1 for *_, tag, _text in testcases if tag == "error")
+    failures = sum(1 for *_, tag, _text, _kind in testcases if tag == "failure")
+    errors = sum(1 for *_, tag, _text, _kind in testcases if tag == "error")
     seconds = sum(case.result.seconds for case in cases)
     root = ElementTree.Element("testsuites", name="duespec", tests=str(len(testcases)),
                                failures=str(failures), errors=str(errors), time=f"{seconds:.3f}")
     element = ElementTree.SubElement(root, "testsuite", name=suite, tests=str(len(testcases)),
                                      failures=str(failures), errors=str(errors),
                                      time=f"{seconds:.3f}")
-    for case, name, properties, tag, text in testcases:
+    for case, name, properties, tag, text, kind in testcases:
         result = case.result
         testcase = ElementTree.SubElement(element, "testcase", classname=f"duespec.{result.system}",
                                           name=_xml_safe(name), time=f"{result.seconds:.3f}")
@@ -49,7 +49,7 @@ def to_xml(suite: str, cases: list[Case]) -> str:
             ElementTree.SubElement(listed, "property", name=key, value=_xml_safe(str(value)))
         if tag in ("failure", "error"):
             headline = text.splitlines()[0] if text else tag
-            problem = ElementTree.SubElement(testcase, tag, type=_kind_of(case, name),
+            problem = ElementTree.SubElement(testcase, tag, type=kind,
                                              message=_xml_safe(headline[:500]))
             problem.text = _xml_safe(text)
         elif text:
@@ -58,15 +58,16 @@ def to_xml(suite: str, cases: list[Case]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 
 
-def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], str, str]]:
-    """(case, name, properties, "failure" | "error" | "passed", text) per testcase."""
+def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], str, str, str]]:
+    """(case, name, properties, "failure" | "error" | "passed", text, kind) per testcase."""
     result = case.result
     campaign = f"{result.system}[{result.profile}] seed={result.seed} target={case.target}"
     properties: list[tuple[str, object]] = [("examples", result.examples), ("steps", result.steps),
                                             ("seed", result.seed), ("profile", result.profile)]
     if not result.findings:
         tag = "passed" if result.ok else ("failure" if result.failure_kind == DIVERGENCE else "error")
-        return [(case, campaign, properties, tag, "" if result.ok else case.details or result.failure or "")]
+        return [(case, campaign, properties, tag, "" if result.ok else case.details or result.failure or "",
+                 result.failure_kind or "error")]
     entries = []
     for index, finding in enumerate(result.findings):
         text = case.finding_details[index] if index < len(case.finding_details) else finding.failure
@@ -74,15 +75,8 @@ def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], st
         entries.append((case, f"{campaign} class {finding.label}",
                         [*properties, ("kind", finding.kind), ("counterexample_steps", len(finding.counterexample)),
                          ("declared", "; ".join(e.reason for e in finding.declared) or "no")],
-                        tag, text))
+                        tag, text, finding.kind))
     return entries
-
-
-def _kind_of(case: Case, name: str) -> str:
-    for finding in case.result.findings:
-        if name.endswith(f" class {finding.label}"):
-            return finding.kind
-    return case.result.failure_kind or "error"
 
 
 def _xml_safe(text: str) -> str:

@@ -123,9 +123,7 @@ def exception_details(error: BaseException) -> tuple[str, str, list[str], str]:
     """Type name, message, innermost frames and raise site (type and innermost frame) of
     what a target raised; a TargetError that wraps a Python exception (the in-process
     boundary) is described by what it wraps."""
-    inner = error
-    if isinstance(error, TargetError) and (error.__cause__ or error.__context__) is not None:
-        inner = error.__cause__ or error.__context__  # type: ignore[assignment]
+    inner = error.__cause__ if isinstance(error, TargetError) and error.__cause__ is not None else error
     # A TargetError of duespec's own (a program that died, a deadline) has no frames worth showing.
     own = isinstance(inner, TargetError)
     frames = traceback.extract_tb(inner.__traceback__)[-SHOWN_FRAMES:] if inner.__traceback__ and not own else []
@@ -147,7 +145,7 @@ class LockstepMachine(RuleBasedStateMachine):
     last_steps: ClassVar[list[dict[str, Json]]] = []
     #: Steps taken by every run of this class, for throughput figures.
     total_steps: ClassVar[int] = 0
-    #: What no longer fails (None: every difference fails, unclassified masks aside).
+    #: What no longer fails (None: every difference fails).
     masks: ClassVar[Masks | None] = None
     #: Coverage tags collected while the oracle takes a step (run_campaign registers it).
     step_tags: ClassVar[Counter[str] | None] = None

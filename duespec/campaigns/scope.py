@@ -35,7 +35,8 @@ class Scope:
     kept_for_opening: tuple[str, ...]
 
     def describe(self) -> str:
-        lines = [f"ops left out: {', '.join(sorted(self.excluded_ops))} (rules not drawn: "
+        left_out = sorted(self.excluded_ops | set(self.kept_for_opening))
+        lines = [f"ops left out: {', '.join(left_out)} (rules not drawn: "
                  f"{', '.join(sorted(self.excluded_rules)) or 'none'})"]
         if self.kept_for_opening:
             lines.append(f"  still taken by every run's opening: {', '.join(self.kept_for_opening)}")
