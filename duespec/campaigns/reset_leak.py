@@ -48,7 +48,8 @@ def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json]
                      f"at now={step['now']}")
             return Probe(
                 f"the same {len(steps)} steps, run twice on one target with a reset before each, "
-                f"were answered differently: the target's state survives reset\n  {where}\n"
+                f"were answered differently: the target's state survives reset (or its answers "
+                f"depend on chance)\n  {where}\n"
                 f"    first run:              {_dump(one)}\n"
                 f"    after one more reset:   {_dump(two)}\n"
                 f"    the model:              {_dump(expected[index] if index < len(expected) else None)}",
