@@ -51,7 +51,8 @@ def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junit = tmp_path / "junit.xml"
     code = conform("--target", BROKEN, "--examples", "500", "--steps", "50", "--seed", "1",
-                   "--progress", "0", "--junit", str(junit), "--trace-dir", str(tmp_path))
+                   "--max-classes", "1", "--progress", "0", "--junit", str(junit),
+                   "--trace-dir", str(tmp_path))
     out = capsys.readouterr().out
     assert code == 1, out
     assert out.startswith("DIVERGES: duebook [seed]")
@@ -69,7 +70,7 @@ def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
     assert last["now"] in window_ends
     assert f"trace: {trace}" in out
     assert f"duespec replay {trace} --target" in out
-    assert "--seed 1" in out
+    assert "--seed 1" in out and "--max-classes 1" in out
     failure = ElementTree.parse(junit).getroot().find("./testsuite/testcase/failure")
     assert failure is not None and str(trace) in (failure.text or "")
     # The printed replay command reproduces it, and the correct duebook passes the same trace.

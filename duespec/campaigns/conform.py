@@ -2,9 +2,11 @@
 
 The system's lockstep machine drives the target and the reference model (the oracle) side
 by side and compares every answer and the whole observable state after every step. The
-target may be a Python object or any program speaking docs/protocol.md. Exit 0: every
-campaign held; 1: a campaign failed (shrunk counterexample written as a trace); 2: bad
-usage, or the target is unusable (cannot start, fails the handshake or its first reset).
+target may be a Python object or any program speaking docs/protocol.md. A campaign reports
+every divergence class it finds (up to --max-classes), each with its shrunk counterexample
+and trace. Exit 0: every campaign held, or every class found is declared (--declared);
+1: a class is not declared; 2: bad usage, a malformed declared-differences file, or the
+target is unusable (cannot start, fails the handshake or its first reset).
 """
 
 from __future__ import annotations
@@ -15,16 +17,22 @@ import shlex
 from pathlib import Path
 
 from duespec.campaigns import junit
+from duespec.campaigns.declared import DeclaredError, load
 from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
     DIVERGENCE,
-    TARGET_ERROR,
+    ERROR,
+    LEAK,
+    NOT_REPRODUCIBLE,
     CampaignResult,
+    Finding,
     add_budget_arguments,
+    positive_int,
     progress_printer,
     run_campaign,
     write_failure_trace,
 )
+from duespec.campaigns.scope import ScopeError, scope_of
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, UsageError
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
@@ -34,18 +42,24 @@ from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, r
 
 #: Longest counterexample printed step by step; the trace file always has all of it.
 SHOWN_STEPS = 30
+#: Divergence classes one campaign looks for before it stops (--max-classes).
+DEFAULT_MAX_CLASSES = 10
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
-    verdict = "HOLDS" if result.ok else {DIVERGENCE: "DIVERGES", TARGET_ERROR: "TARGET FAILED"}.get(
-        result.failure_kind or "", "FAILED")
+    verdict = "HOLDS" if result.ok else {DIVERGENCE: "DIVERGES", ERROR: "FAILED"}.get(
+        result.failure_kind or "", "TARGET FAILED")
     rate = result.steps / result.seconds if result.seconds else 0.0
-    return (f"{verdict}: {result.system} [{result.profile}] target={target} seed={result.seed} "
+    line = (f"{verdict}: {result.system} [{result.profile}] target={target} seed={result.seed} "
             f"runs={result.examples} steps={result.steps} ({result.seconds:.1f}s, {rate:,.0f} steps/s)")
+    if result.findings:
+        declared = sum(1 for finding in result.findings if finding.declared)
+        line += (f": {len(result.findings)} divergence class{'es' if len(result.findings) > 1 else ''}, "
+                 f"{declared} declared")
+    return line
 
 
-def counterexample_lines(result: CampaignResult) -> list[str]:
-    steps = result.counterexample
+def counterexample_lines(steps: list[dict]) -> list[str]:
     lines = [f"shrunk counterexample ({len(steps)} steps; `result` is the model's answer):"]
     shown = steps if len(steps) <= SHOWN_STEPS else steps[-SHOWN_STEPS:]
     if len(shown) < len(steps):
@@ -60,28 +74,80 @@ def counterexample_lines(result: CampaignResult) -> list[str]:
 def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Path | None) -> list[str]:
     command = ["duespec", "conform", args.system, "--target", args.target, "--profile", result.profile,
                "--seed", str(result.seed), "--examples", str(args.examples), "--steps", str(args.steps)]
+    for flag, value in (("--declared", args.declared), ("--max-classes", args.max_classes)):
+        if value is not None and value != DEFAULT_MAX_CLASSES:
+            command += [flag, str(value)]
+    for flag, values in (("--ops", args.ops), ("--skip-ops", args.skip_ops)):
+        if values:
+            command += [flag, ",".join(values)]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
         lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
     return lines
 
 
-def failure_details(args: argparse.Namespace, result: CampaignResult, trace: Path | None,
-                    trace_problem: str | None) -> str:
-    """Everything a person (or a CI log) needs about one failed campaign."""
-    lines = [result.failure_summary or result.failure or "failed"]
-    if result.failure_kind not in (DIVERGENCE, TARGET_ERROR):
+def finding_details(args: argparse.Namespace, result: CampaignResult, number: int, finding: Finding,
+                    trace: Path | None, trace_problem: str | None) -> str:
+    """Everything a person (or a CI log) needs about one divergence class."""
+    status = ("DECLARED: " + "; ".join(entry.reason for entry in finding.declared)
+              if finding.declared else "not declared")
+    lines = [f"class {number} of {len(result.findings)}: {finding.label} ({status})", finding.summary]
+    if finding.kind == ERROR:
         lines.append("(this failure was raised inside duespec, by the oracle or the harness, not "
                      "by a comparison with the target; Hypothesis's report follows)")
-        lines.append(result.failure or "")
-    if result.counterexample:
-        lines.extend(counterexample_lines(result))
+        lines.append(finding.failure)
+    if finding.counterexample:
+        lines.extend(counterexample_lines(finding.counterexample))
     if trace is not None:
         lines.append(f"trace: {trace}")
     elif trace_problem:
         lines.append(f"trace not written: {trace_problem}")
-    lines.extend(reproduce_lines(args, result, trace))
+    history = finding.kind == LEAK or (finding.divergence_class is not None
+                                       and finding.divergence_class.kind == NOT_REPRODUCIBLE)
+    if history:
+        lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
+                     "so the conform command below reproduces it and replaying the trace does not)")
+    lines.extend(reproduce_lines(args, result, None if history else trace))
     return "\n".join(lines)
+
+
+def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str]:
+    rows = [("#", "class", "requirements", "steps", "status", "trace")]
+    for number, (finding, trace) in enumerate(zip(result.findings, traces), 1):
+        found = finding.divergence_class
+        rows.append((str(number), found.label().rsplit(" [", 1)[0] if found else finding.kind,
+                     ", ".join(found.requirements) if found and found.requirements else "-",
+                     str(len(finding.counterexample)),
+                     "declared" if finding.declared else "NOT DECLARED", str(trace or "-")))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["divergence classes:"] + [
+        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
+        for row in rows]
+
+
+def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[str]:
+    """Print every class of one campaign; return each class's details for JUnit."""
+    details, traces = [], []
+    for number, finding in enumerate(result.findings, 1):
+        trace, problem = None, None
+        try:
+            trace = write_failure_trace(result, args.trace_dir, target=args.target,
+                                        producer=f"duespec {args.command}", finding=finding)
+        except (OSError, ValueError) as error:
+            problem = str(error)
+        traces.append(trace)
+        details.append(finding_details(args, result, number, finding, trace, problem))
+        print(details[-1], flush=True)
+    if result.findings:
+        print("\n".join(summary_table(result, traces)), flush=True)
+    not_compared = result.not_compared()
+    if not_compared or result.stopped:
+        print("not compared:" if not_compared else "search:", flush=True)
+        for line in not_compared:
+            print(f"  - {line}", flush=True)
+        if result.stopped:
+            print(f"  search stopped: {result.stopped}", flush=True)
+    return details
 
 
 def preflight(system: System, factory: TargetFactory, profile: str) -> None:
@@ -91,7 +157,9 @@ def preflight(system: System, factory: TargetFactory, profile: str) -> None:
         target = factory()
         target.reset(system.config(profile))
         target.observe()
-        target.close()
+        close = getattr(target, "close", None)
+        if close is not None:
+            close()
     except TargetError as error:
         raise UsageError(f"target unusable: {error}") from None
     except Exception as error:  # a Python target's constructor or reset may raise anything
@@ -117,6 +185,11 @@ def main(args: argparse.Namespace) -> int:
     system = get_system(args.system)
     profiles = profiles_of(system, args.profile)
     try:
+        declared = load(args.declared, system) if args.declared else []
+        scope = scope_of(system, args.ops, args.skip_ops)
+    except (DeclaredError, ScopeError) as error:
+        raise UsageError(str(error)) from None
+    try:
         factory = resolve(system, args.target, timeout=args.timeout,
                           start_timeout=max(args.timeout, START_TIMEOUT))
     except TargetSpecError as error:
@@ -128,24 +201,15 @@ def main(args: argparse.Namespace) -> int:
         for profile in profiles:
             result = run_campaign(
                 system, factory, profile=profile, seed=args.seed, examples=args.examples,
-                step_count=args.steps,
+                step_count=args.steps, declared=declared, max_classes=args.max_classes, scope=scope,
                 progress=progress_printer(args.progress) if args.progress > 0 else None)
             print(verdict_line(result, args.target), flush=True)
-            details = ""
-            if not result.ok:
-                trace, problem = None, None
-                try:
-                    trace = write_failure_trace(result, args.trace_dir, target=args.target,
-                                                producer=f"duespec {args.command}")
-                except (OSError, ValueError) as error:
-                    problem = str(error)
-                details = failure_details(args, result, trace, problem)
-                print(details, flush=True)
+            details = report_campaign(args, result)
             report = report_for(system, result)
             coverage.append(report)
             if not args.no_coverage:
                 print(report.render(), flush=True)
-            cases.append(junit.Case(result, args.target, details))
+            cases.append(junit.Case(result, args.target, "\n\n".join(details), tuple(details)))
     finally:
         close_factory(factory)
     if args.junit:
@@ -182,5 +246,16 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds the target may take per call, stdio or in-process; a call that "
                              f"takes longer fails the campaign (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--declared", metavar="FILE",
+                        help="TOML or JSON file of accepted differences (docs/declared.md): "
+                             "reported as declared, they do not fail the campaign")
+    parser.add_argument("--max-classes", type=positive_int, default=DEFAULT_MAX_CLASSES, metavar="N",
+                        help=f"divergence classes to look for before stopping (default "
+                             f"{DEFAULT_MAX_CLASSES}; 1: stop at the first)")
+    parser.add_argument("--ops", action="append", metavar="OP,...",
+                        help="only these ops (comma-separated or repeated); rules that may call "
+                             "another op are not drawn")
+    parser.add_argument("--skip-ops", action="append", metavar="OP,...",
+                        help="leave these ops out (comma-separated or repeated)")
     parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")

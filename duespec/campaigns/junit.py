@@ -1,8 +1,10 @@
-"""JUnit XML for CI: one testcase per campaign, so a CI page shows which one diverged.
+"""JUnit XML for CI: one testcase per divergence class, so a CI page shows each one.
 
 The shape is the one CI systems (GitHub, GitLab, Jenkins) read: <testsuites> holding one
-<testsuite> with a <testcase> per campaign, a <failure> (a wrong answer) or <error> (no
-answer: the target crashed or spoke garbage) carrying the divergence and the trace path.
+<testsuite> with a <testcase> per class a campaign found (or one per campaign that found
+none), a <failure> (a wrong answer) or <error> (no answer: the target crashed, raised or
+kept state across reset) carrying the divergence and the trace path. A declared class is a
+passing testcase whose system-out gives the reason.
 """
 
 from __future__ import annotations
@@ -24,35 +26,57 @@ class Case:
     target: str
     #: The failure message and everything needed to reproduce it (trace path, commands).
     details: str = ""
+    #: The same per divergence class, in the order of result.findings.
+    finding_details: tuple[str, ...] = ()
 
 
 def to_xml(suite: str, cases: list[Case]) -> str:
-    failures = sum(1 for case in cases if case.result.failure_kind == DIVERGENCE)
-    errors = sum(1 for case in cases if not case.result.ok) - failures
+    testcases = [entry for case in cases for entry in _testcases(case)]
+    failures = sum(1 for *_, tag, _text, _kind in testcases if tag == "failure")
+    errors = sum(1 for *_, tag, _text, _kind in testcases if tag == "error")
     seconds = sum(case.result.seconds for case in cases)
-    root = ElementTree.Element("testsuites", name="duespec", tests=str(len(cases)),
+    root = ElementTree.Element("testsuites", name="duespec", tests=str(len(testcases)),
                                failures=str(failures), errors=str(errors), time=f"{seconds:.3f}")
-    element = ElementTree.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
+    element = ElementTree.SubElement(root, "testsuite", name=suite, tests=str(len(testcases)),
                                      failures=str(failures), errors=str(errors),
                                      time=f"{seconds:.3f}")
-    for case in cases:
+    for case, name, properties, tag, text, kind in testcases:
         result = case.result
-        testcase = ElementTree.SubElement(
-            element, "testcase", classname=f"duespec.{result.system}",
-            name=f"{result.system}[{result.profile}] seed={result.seed} target={case.target}",
-            time=f"{result.seconds:.3f}")
-        properties = ElementTree.SubElement(testcase, "properties")
-        for key, value in (("examples", result.examples), ("steps", result.steps),
-                           ("seed", result.seed), ("profile", result.profile)):
-            ElementTree.SubElement(properties, "property", name=key, value=str(value))
-        if not result.ok:
-            tag = "failure" if result.failure_kind == DIVERGENCE else "error"
-            headline = (result.failure or "").splitlines()[0] if result.failure else tag
-            problem = ElementTree.SubElement(testcase, tag, type=result.failure_kind or "error",
+        testcase = ElementTree.SubElement(element, "testcase", classname=f"duespec.{result.system}",
+                                          name=_xml_safe(name), time=f"{result.seconds:.3f}")
+        listed = ElementTree.SubElement(testcase, "properties")
+        for key, value in properties:
+            ElementTree.SubElement(listed, "property", name=key, value=_xml_safe(str(value)))
+        if tag in ("failure", "error"):
+            headline = text.splitlines()[0] if text else tag
+            problem = ElementTree.SubElement(testcase, tag, type=kind,
                                              message=_xml_safe(headline[:500]))
-            problem.text = _xml_safe(case.details or result.failure or "")
+            problem.text = _xml_safe(text)
+        elif text:
+            ElementTree.SubElement(testcase, "system-out").text = _xml_safe(text)
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], str, str, str]]:
+    """(case, name, properties, "failure" | "error" | "passed", text, kind) per testcase."""
+    result = case.result
+    campaign = f"{result.system}[{result.profile}] seed={result.seed} target={case.target}"
+    properties: list[tuple[str, object]] = [("examples", result.examples), ("steps", result.steps),
+                                            ("seed", result.seed), ("profile", result.profile)]
+    if not result.findings:
+        tag = "passed" if result.ok else ("failure" if result.failure_kind == DIVERGENCE else "error")
+        return [(case, campaign, properties, tag, "" if result.ok else case.details or result.failure or "",
+                 result.failure_kind or "error")]
+    entries = []
+    for index, finding in enumerate(result.findings):
+        text = case.finding_details[index] if index < len(case.finding_details) else finding.failure
+        tag = "passed" if finding.declared else ("failure" if finding.kind == DIVERGENCE else "error")
+        entries.append((case, f"{campaign} class {finding.label}",
+                        [*properties, ("kind", finding.kind), ("counterexample_steps", len(finding.counterexample)),
+                         ("declared", "; ".join(e.reason for e in finding.declared) or "no")],
+                        tag, text, finding.kind))
+    return entries
 
 
 def _xml_safe(text: str) -> str:

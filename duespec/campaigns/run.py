@@ -1,32 +1,56 @@
-"""Run one differential campaign: a lockstep machine, a seed, a budget, a verdict."""
+"""Run one differential campaign: a lockstep machine, a seed, a budget, a verdict.
+
+A campaign may look for every divergence class (duespec.campaigns.classes) instead of
+stopping at the first: when Hypothesis has found and shrunk a failure, its class is
+recorded and masked, and the search runs again, until a search finds nothing new or
+`max_classes` classes are found. Every failure is first replayed twice from a reset and
+once on the model (duespec.campaigns.reset_leak): a target whose answers depend on earlier
+runs is reported as "state survives reset", and the search stops there.
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import re
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterable, TextIO
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky, Unsatisfiable, UnsatisfiedAssumption
+from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
+from duespec.campaigns.classes import (
+    STATE_SURVIVES_RESET,
+    TARGET_RAISED,
+    DivergenceClass,
+    Masks,
+)
+from duespec.campaigns.lockstep import Divergence, TargetRaised, lockstep
+from duespec.campaigns.reset_leak import probe
+from duespec.campaigns.scope import Scope
 from duespec.coverage import collecting
-from duespec.campaigns.lockstep import Divergence, lockstep
 from duespec.systems import System
 from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
 
-#: How a campaign failed: the target answered differently, or could not answer at all,
-#: or something else raised (an oracle invariant, a bug in the harness or the model).
-DIVERGENCE, TARGET_ERROR, ERROR = "divergence", "target_error", "error"
+#: How a campaign failed: the target answered differently, could not answer at all (or
+#: raised), answered according to earlier runs, or something else raised (an oracle
+#: invariant, a bug in the harness or the model).
+DIVERGENCE, TARGET_ERROR, LEAK, ERROR = "divergence", "target_error", "state_survives_reset", "error"
+#: The class kind of a failure that does not reproduce on the target.
+NOT_REPRODUCIBLE = "target not reproducible"
 
 
 @dataclass(frozen=True)
@@ -42,6 +66,25 @@ ProgressCallback = Callable[[CampaignProgress], None]
 
 
 @dataclass
+class Finding:
+    """One divergence class, with the shrunk run that shows it."""
+
+    kind: str
+    divergence_class: DivergenceClass | None
+    #: What went wrong, for people (Hypothesis's printed program left out).
+    summary: str
+    #: The summary with Hypothesis's notes.
+    failure: str
+    counterexample: list[dict[str, Any]]
+    #: The declared entries that cover it; empty when it is not declared.
+    declared: list[Any] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.divergence_class.label() if self.divergence_class else f"{self.kind} (inside duespec)"
+
+
+@dataclass
 class CampaignResult:
     system: str
     profile: str
@@ -50,49 +93,78 @@ class CampaignResult:
     steps: int
     seconds: float
     coverage: Counter[str]
+    #: The first undeclared finding's failure; None when the campaign held.
     failure: str | None = None
-    #: The shrunk failing run, as trace steps; empty when the campaign held.
+    #: Its shrunk failing run, as trace steps; empty when the campaign held.
     counterexample: list[dict[str, Any]] = field(default_factory=list)
     #: The config every run was reset with (a trace header needs it).
     config: dict[str, Any] = field(default_factory=dict)
-    #: DIVERGENCE, TARGET_ERROR or ERROR when the campaign failed.
+    #: DIVERGENCE, TARGET_ERROR, LEAK or ERROR when the campaign failed.
     failure_kind: str | None = None
     #: The failure without Hypothesis's printed program: what went wrong, for people.
     failure_summary: str | None = None
+    #: Every class found, declared ones included, in the order found.
+    findings: list[Finding] = field(default_factory=list)
+    #: What the masks kept from being compared.
+    masks: Masks | None = None
+    scope: Scope | None = None
+    #: Searches run (one per class found, plus the one that found nothing new).
+    searches: int = 1
+    #: Why the search stopped before finding nothing new, if it did.
+    stopped: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.failure is None
 
+    def not_compared(self) -> list[str]:
+        """What the campaign did not compare, for the report: never silently dropped."""
+        lines: list[str] = []
+        if self.masks is not None:
+            lines += [f"{count:,} steps: a difference not compared ({label})"
+                      for label, count in self.masks.skipped.most_common()]
+            lines += [f"{count:,} runs ended at a masked difference, the steps after it not taken "
+                      f"({label})" for label, count in self.masks.runs_ended.most_common()]
+        if self.scope is not None:
+            lines.append(self.scope.describe())
+        return lines
+
 
 def run_campaign(system: System, target: TargetFactory, *, profile: str | None = None,
                  seed: int = 0, examples: int = 200, step_count: int = 50,
                  oracle: TargetFactory | None = None,
-                 progress: ProgressCallback | None = None) -> CampaignResult:
-    """Drive `target` against the model (or `oracle`) until `examples` runs pass or one fails.
+                 progress: ProgressCallback | None = None,
+                 declared: Iterable[Any] = (), max_classes: int = 1,
+                 scope: Scope | None = None) -> CampaignResult:
+    """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
+    up to `max_classes` divergence classes (1: stop at the first failure).
 
     `progress`, when given, is called as each run starts (it decides how often to speak)."""
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
     config = system.config(profile)
-    machine = lockstep(system.machine, oracle or system.model, target, config)
-    hypothesis_seed(seed)(machine)
+    masks = Masks(profile, declared=list(declared))
+    oracle = oracle or system.model
+    machine = lockstep(system.machine, oracle, target, config, masks,
+                       scope.excluded_rules if scope else frozenset(),
+                       scope.excluded_ops if scope else frozenset())
     counted = {"examples": 0, "failed_runs": 0}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
     def counting_init(self: Any) -> None:
-        base_init(self)
         counted["examples"] += 1
         if progress is not None:
             progress(CampaignProgress(counted["examples"], machine.total_steps,
                                       time.perf_counter() - started, counted["failed_runs"] > 0))
+        base_init(self)
 
     def noting_teardown(self: Any) -> None:
         # Hypothesis tears down in a `finally`, so a failing run's exception is in flight
         # (its own control flow uses BaseExceptions such as StopTest).
-        if isinstance(sys.exc_info()[1], Exception):
+        in_flight = sys.exc_info()[1]
+        if isinstance(in_flight, Exception) and not isinstance(in_flight, UnsatisfiedAssumption):
             counted["failed_runs"] += 1
         base_teardown(self)
 
@@ -104,24 +176,84 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         suppress_health_check=list(HealthCheck),
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
     )
-    failure = failure_kind = failure_summary = None
-    with collecting() as coverage:
-        try:
-            run_state_machine_as_test(machine, settings=run_settings)
-        except Exception as error:  # the machine's verdict, reported rather than raised
-            notes = "\n".join(getattr(error, "__notes__", []))
-            failure_summary = f"{type(error).__name__}: {error}"
-            failure = failure_summary + (f"\n{notes}" if notes else "")
-            failure_kind = (DIVERGENCE if isinstance(error, Divergence)
-                            else TARGET_ERROR if isinstance(error, TargetError) else ERROR)
+    findings: list[Finding] = []
+    searches, stopped = 0, None
+    with collecting() as coverage, collecting() as step_tags:
+        machine.step_tags = step_tags
+        while True:
+            searches += 1
+            counted["failed_runs"] = 0
+            hypothesis_seed(seed)(machine)
+            try:
+                with with_reporter(_quiet):  # the report is ours; Hypothesis's would repeat it
+                    run_state_machine_as_test(machine, settings=run_settings)
+                break
+            except Unsatisfiable:
+                stopped = "every run of the last search ended at a masked difference"
+                break
+            except Exception as error:  # the machine's verdict, reported rather than raised
+                finding = _finding(error, list(machine.last_steps), oracle, target, config)
+            findings.append(finding)
+            found = finding.divergence_class
+            if finding.kind not in (DIVERGENCE, TARGET_ERROR) or found is None:
+                break  # nothing to mask: a leak, a failure that does not reproduce, duespec's own
+            if any(found == other.divergence_class for other in findings[:-1]):
+                stopped = f"the class {found.label()} was found again although masked"
+                break
+            finding.declared = masks.add(found)
+            if len(findings) >= max_classes:
+                stopped = (None if max_classes == 1 else
+                           f"stopped at {max_classes} classes (--max-classes); there may be more")
+                break
     seconds = time.perf_counter() - started
+    first = next((f for f in findings if not f.declared), None)
     return CampaignResult(
         system=system.name, profile=profile, seed=seed, examples=counted["examples"],
-        steps=machine.total_steps, seconds=seconds,
-        coverage=coverage, failure=failure,
-        counterexample=list(machine.last_steps) if failure else [],
-        config=config, failure_kind=failure_kind, failure_summary=failure_summary,
+        steps=machine.total_steps, seconds=seconds, coverage=coverage,
+        failure=first.failure if first else None,
+        counterexample=first.counterexample if first else [],
+        config=config, failure_kind=first.kind if first else None,
+        failure_summary=first.summary if first else None,
+        findings=findings, masks=masks, scope=scope, searches=searches, stopped=stopped,
     )
+
+
+def _quiet(text: object) -> None:
+    """Hypothesis's reporter, silenced."""
+
+
+def _finding(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,
+             target: TargetFactory, config: dict[str, Any]) -> Finding:
+    """Classify what Hypothesis raised, after checking on the target that it is the
+    target's answer to these steps and not to the runs before them."""
+    notes = "\n".join(getattr(error, "__notes__", []))
+    summary = f"{type(error).__name__}: {error}"
+    failure = summary + (f"\n{notes}" if notes else "")
+    if isinstance(error, Divergence):
+        kind, found = DIVERGENCE, error.divergence_class
+    elif isinstance(error, TargetRaised):
+        kind, found = TARGET_ERROR, error.divergence_class
+    elif isinstance(error, TargetError):
+        op = steps[-1]["op"] if steps else "reset"
+        kind, found = TARGET_ERROR, DivergenceClass(TARGET_RAISED, op, (), type(error).__name__)
+    elif isinstance(error, Flaky):
+        # The model is deterministic: inputs that fail and then pass are the target's doing.
+        kind, found = TARGET_ERROR, None
+    else:
+        return Finding(ERROR, None, summary, failure, steps)
+    checked = probe(oracle, target, config, steps) if steps else None
+    if checked is not None and checked.leak is not None:
+        at = steps[checked.leak_step or 0]
+        leak = DivergenceClass(STATE_SURVIVES_RESET, at["op"], (), "$")
+        text = f"target bug: {checked.leak}"
+        return Finding(LEAK, leak, text, f"{text}\n(found as: {summary})", steps)
+    if found is None or (checked is not None and not checked.reproduces and kind == DIVERGENCE):
+        op = steps[-1]["op"] if steps else "reset"
+        text = (f"target bug: the target's answers are not reproducible: the failing run "
+                f"({len(steps)} steps) passes when replayed from a reset ({summary})")
+        return Finding(TARGET_ERROR, DivergenceClass(NOT_REPRODUCIBLE, op, (), "$"), text,
+                       f"{text}\n{failure}", steps)
+    return Finding(kind, found, summary, failure, steps)
 
 
 def positive_int(text: str) -> int:
@@ -163,17 +295,42 @@ def progress_printer(every_seconds: float, stream: TextIO | None = None) -> Prog
 
 
 def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_FAILURE_DIR, *,
-                        target: str, producer: str) -> Path:
-    """Write the shrunk counterexample as a trace (docs/traces.md) that `duespec replay`
-    reruns; the name says system, profile, seed and target, so reruns overwrite it."""
+                        target: str, producer: str, finding: Finding | None = None) -> Path:
+    """Write a finding's shrunk counterexample (default: the first undeclared one) as a
+    trace (docs/traces.md) that `duespec replay` reruns.
+
+    The name never collides and no file is ever overwritten: system, profile, seed, a
+    readable slug of the target, a hash of its full identity (the target as given and the
+    working directory it was given in), the UTC time and, when all that is taken, a count."""
     from duespec.traces.format import TraceHeader, write_trace
 
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")[:48] or "target"
-    path = Path(directory) / f"{result.system}-{result.profile}-seed{result.seed}-{slug}.jsonl"
-    header = TraceHeader(
-        system=result.system, profile=result.profile, config=result.config, seed=result.seed,
-        producer=f"{producer} {__version__}",
-        extra={"target": target, "failure_kind": result.failure_kind,
-               "failure": (result.failure_summary or result.failure or "")[:2000]})
-    return write_trace(path, header, result.counterexample)
-
+    if finding is None:
+        finding = next((f for f in result.findings if not f.declared), None)
+    steps = finding.counterexample if finding else result.counterexample
+    identity = hashlib.sha256(f"{os.getcwd()}\0{target}".encode("utf-8", "surrogatepass")).hexdigest()
+    words = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")
+    slug = (words if len(words) <= 32 else words[-32:].split("-", 1)[-1]) or "target"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stem = f"{result.system}-{result.profile}-seed{result.seed}-{slug}-{identity[:12]}-{stamp}"
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    for count in range(1, 10_000):
+        path = folder / (f"{stem}.jsonl" if count == 1 else f"{stem}-{count}.jsonl")
+        try:
+            path.open("x").close()  # claims the name; a concurrent run takes the next one
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(f"no free trace name for {stem} in {folder}")
+    extra: dict[str, Any] = {
+        "target": target, "target_identity": identity,
+        "failure_kind": finding.kind if finding else result.failure_kind,
+        "failure": ((finding.summary if finding else result.failure_summary) or result.failure or "")[:2000]}
+    if finding is not None and finding.divergence_class is not None:
+        extra["divergence_class"] = finding.divergence_class.to_json()
+        if finding.declared:
+            extra["declared"] = [entry.describe() for entry in finding.declared]
+    header = TraceHeader(system=result.system, profile=result.profile, config=result.config,
+                         seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
+    return write_trace(path, header, steps)

@@ -118,7 +118,9 @@ class WatchedTarget:
         return self._within("observe", self.inner.observe)
 
     def close(self) -> None:
-        self._within("close", self.inner.close)
+        close = getattr(self.inner, "close", None)  # close() is optional for a Python target
+        if close is not None:
+            self._within("close", close)
 
     def _within(self, what: str, call: Callable[[], T]) -> T:
         if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():

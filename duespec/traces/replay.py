@@ -46,6 +46,8 @@ class ReplayResult:
     divergence: str | None = None
     #: The diverging step, as recorded.
     step: dict[str, Json] | None = None
+    #: The target the trace's header says it was recorded against (a failure trace's).
+    recorded_target: Json = None
 
     @property
     def confirmed(self) -> bool:
@@ -88,9 +90,13 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     if header.profile not in system.profiles:
         raise TraceError(str(path), 1, f"header: {header.system} has no profile {header.profile!r}; "
                                        f"known: {', '.join(system.profiles)}")
-    subject = (factory or resolve_target(system, target))()
+    try:
+        subject = (factory or resolve_target(system, target))()
+    except Exception as error:  # a target that cannot even start is unusable, not a crash of duespec
+        raise UsageError(f"target unusable: starting {target} raised {type(error).__name__}: {error}") from None
     oracle = None if target == "model" and factory is None else system.model()
-    result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0)
+    result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
+                          recorded_target=header.extra.get("target"))
     started = time.perf_counter()
     try:
         _reset(str(path), header, subject, oracle)
@@ -100,7 +106,10 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         result.step, result.divergence = diverged.step, diverged.text
     finally:
         result.seconds = time.perf_counter() - started
-        subject.close()
+        try:
+            getattr(subject, "close", lambda: None)()
+        except Exception as error:  # the target's failure, reported like a divergence
+            result.divergence = result.divergence or f"the target's close() raised {type(error).__name__}: {error}"
         if oracle is not None:
             oracle.close()
     return result
@@ -138,7 +147,7 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
         actual = _attempt(lambda: subject.step(op, args, now), step, "the target raised")
         if expected is not None and not responses_agree(expected, actual):
             text = describe_divergence(step, "response", comparable(expected), comparable(actual),
-                                       getattr(subject, "last_exchange", None))
+                                       exchange=getattr(subject, "last_exchange", None))
             if oracle is not None:
                 lines = state_diff(oracle.observe(), _attempt(subject.observe, step, "observe raised"))
                 text += "\n  state after the step (model vs target):\n" + "\n".join(
@@ -154,7 +163,7 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
             have = _attempt(subject.observe, step, "the target's observe() raised")
             if not same_json(want, have):
                 raise _Diverged(step, describe_divergence(step, "state", want, have,
-                                                          getattr(subject, "last_exchange", None)))
+                                                          exchange=getattr(subject, "last_exchange", None)))
             counts.states_compared += 1
             counts.recorded_states += "state" in step
         taken += 1
@@ -199,6 +208,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"MALFORMED: {error}", file=sys.stderr)
             worst = EXIT_USAGE
             continue
+        if isinstance(result.recorded_target, str) and result.recorded_target.strip() != args.target.strip():
+            print(f"warning: {path} was recorded against target {result.recorded_target!r}, "
+                  f"replayed against {args.target!r}", file=sys.stderr)
         print(result.report(), flush=True)
         if not result.confirmed and worst == EXIT_HOLDS:
             worst = EXIT_FAILED

@@ -1,0 +1,90 @@
+"""Is a failure the target's answer to these steps, or to the runs before them?
+
+A target that keeps something across `reset` (an id counter, a cache) answers a run
+according to the runs before it. Hypothesis then sees the same inputs fail and pass, shrinks
+to a run that passes on its own, or reports flakiness. So every failure a campaign finds is
+replayed on the target twice, each time from a reset, and once on the model: two different
+transcripts are a target bug of its own kind, "state survives reset", with the evidence;
+two equal ones that match the model mean the failure does not reproduce (also the
+target's: the model is deterministic).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from duespec.targets.interface import Json, Target, TargetFactory, comparable, same_json
+
+
+@dataclass(frozen=True)
+class Probe:
+    #: The first step whose answer (or state after it) differed between the two passes.
+    leak: str | None
+    #: The second pass still differs from the model somewhere.
+    reproduces: bool
+    #: Index of the step where the two passes first differ.
+    leak_step: int | None = None
+
+
+def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json],
+          steps: list[dict[str, Json]]) -> Probe:
+    target = factory()
+    first = transcript(target, config, steps)
+    if first and "raised" in first[-1]:  # a program that failed is restarted by its factory
+        _close(target)
+        target = factory()
+    second = transcript(target, config, steps)
+    _close(target)
+    model = oracle()
+    expected = transcript(model, config, steps)
+    _close(model)
+    reproduces = not same_json(second, expected)
+    for index, (one, two) in enumerate(zip(first, second)):
+        if not same_json(one, two):
+            step = steps[index]
+            where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
+                     f"at now={step['now']}")
+            return Probe(
+                f"the same {len(steps)} steps, run twice on one target with a reset before each, "
+                f"were answered differently: the target's state survives reset (or its answers "
+                f"depend on chance)\n  {where}\n"
+                f"    first run:              {_dump(one)}\n"
+                f"    after one more reset:   {_dump(two)}\n"
+                f"    the model:              {_dump(expected[index] if index < len(expected) else None)}",
+                reproduces, index)
+    if len(first) != len(second):
+        return Probe(f"the same {len(steps)} steps, run twice with a reset before each, ran "
+                     f"{len(first)} and {len(second)} steps: the target's state survives reset",
+                     reproduces, min(len(first), len(second)))
+    return Probe(None, reproduces)
+
+
+def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]]) -> list[Json]:
+    """Per step: the response (prose left out) and the state after it; a call that raises
+    ends the transcript with what it raised."""
+    answers: list[Json] = []
+    try:
+        target.reset(dict(config))
+        for step in steps:
+            response = target.step(step["op"], step["args"], step["now"])
+            answers.append({"response": comparable(response) if isinstance(response, dict) else response,
+                            "state": target.observe()})
+    except Exception as error:  # what the target raised is part of its answer
+        answers.append({"raised": type(error).__name__})
+    return answers
+
+
+def _close(target: Any) -> None:
+    close = getattr(target, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception:  # closing a target that already failed says nothing new
+            pass
+
+
+def _dump(value: Json) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 300 else text[:300] + "..."
