@@ -31,6 +31,24 @@ PROFILES: tuple[Profile, ...] = ("lean", "server")
 DEFAULT_RETRY_TIMEOUT = 5000
 #: Occurrences handled per round of set-wise inserts during a catch-up.
 CATCH_UP_CHUNK = 16384
+#: Most occurrences one catch-up fires (two years of minutely ticks); more would hold the
+#: store's write lock for minutes and is refused with CatchUpTooLong, changing nothing.
+MAX_CATCH_UP_OCCURRENCES = 1_000_000
+
+
+class CatchUpTooLong(RuntimeError):
+    """A catch-up past MAX_CATCH_UP_OCCURRENCES: refused, the transaction rolled back."""
+
+
+def occurrences_due(cron: str, next_run_at: int, now: int, limit: int) -> int:
+    """How many occurrences a catch-up of a schedule due at `next_run_at` fires at `now`,
+    counted only up to `limit` + 1, so an outage of centuries costs no more than the limit.
+    A cron fires at most once a minute, which callers use to skip counting short outages."""
+    if next_run_at > now:
+        return 0
+    later = compile_cron(cron).occurrences(next_run_at, now)
+    return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))
+
 
 def chunks(items: Iterable[int], size: int) -> Iterator[list[int]]:
     iterator = iter(items)
@@ -172,6 +190,11 @@ class ScheduleServer:
         sequence of creates, since each only reads and writes its own id."""
         if s.next_run_at > now:
             return s
+        if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES
+                and occurrences_due(s.cron, s.next_run_at, now, MAX_CATCH_UP_OCCURRENCES)
+                > MAX_CATCH_UP_OCCURRENCES):
+            raise CatchUpTooLong(f"schedule {s.id!r} would fire more than {MAX_CATCH_UP_OCCURRENCES:,} "
+                                 f"occurrences in one catch-up (from {s.next_run_at} to {now})")
         cron = compile_cron(s.cron)
         shape = PromiseShape(s.promise_param, s.promise_tags, self.retry_timeout)
         anchored_at_tick = self.profile == "lean"

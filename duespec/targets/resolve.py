@@ -44,13 +44,13 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
             start_timeout: float = START_TIMEOUT) -> TargetFactory:
     """The factory of fresh targets that `spec` names, or TargetSpecError saying why not.
 
-    `timeout` bounds every call into an in-process target, and `start_timeout` the import
-    of its module and each call of its factory."""
+    `timeout` bounds every call into an in-process target, the import of its module and
+    each call of its factory; `start_timeout` the start of a stdio program."""
     spec = spec.strip()
     if spec == "model":
         return system.model
     if spec == "impl":
-        return WatchedFactory(system.impl, timeout, "impl", start_timeout=start_timeout)
+        return WatchedFactory(system.impl, timeout, "impl")
     if spec.startswith(STDIO_PREFIX):
         try:
             command = shlex.split(spec[len(STDIO_PREFIX):])
@@ -61,11 +61,11 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
                                   f'"stdio:node examples/node-duebook/duebook.js"')
         return StdioTargetFactory(command, system.name, timeout=timeout, start_timeout=start_timeout)
     if ":" in spec:
-        return WatchedFactory(_import_factory(spec, start_timeout), timeout, spec, start_timeout=start_timeout)
+        return WatchedFactory(_import_factory(spec, timeout), timeout, spec)
     raise TargetSpecError(f"unknown target {spec!r}; a target is {SPEC_HELP}")
 
 
-def _import_factory(spec: str, start_timeout: float) -> TargetFactory:
+def _import_factory(spec: str, timeout: float) -> TargetFactory:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise TargetSpecError(f"{spec!r} is not of the form package.module:factory")
@@ -74,7 +74,7 @@ def _import_factory(spec: str, start_timeout: float) -> TargetFactory:
         sys.path.insert(0, os.getcwd())
     try:
         found: Any = guarded(f"importing {module_name!r}", lambda: importlib.import_module(module_name),
-                             start_timeout)
+                             timeout)
     except TargetError as error:
         raise TargetSpecError(f"cannot import {module_name!r} for target {spec!r}: {error}") from None
     for part in attribute.split("."):
@@ -151,8 +151,10 @@ def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T
         else:
             text = str(error)
             problem = f"{what}: the target raised {type(error).__name__}" + (f": {text[:500]}" if text else "")
-        frames = tuple(line.rstrip() for line in traceback.format_tb(error.__traceback__)[-SHOWN_FRAMES:])
-        raise TargetError(problem + "".join(f"\n    {line.strip().splitlines()[0]}" for line in frames),
+        theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
+                  if frame.filename != __file__ and "importlib" not in frame.filename]
+        frames = tuple(f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in theirs[-SHOWN_FRAMES:])
+        raise TargetError(problem + "".join(f"\n    at {frame}" for frame in frames),
                           exc_type=type(error).__name__, frames=frames) from None
 
 
@@ -219,13 +221,11 @@ class WatchedFactory:
     """Makes WatchedTargets; keeps the name reports use. A factory that raises, blocks or
     returns something without reset/step/observe is a TargetError that says so."""
 
-    def __init__(self, factory: TargetFactory, timeout: float, name: str, *,
-                 start_timeout: float | None = None) -> None:
+    def __init__(self, factory: TargetFactory, timeout: float, name: str) -> None:
         self.factory, self.timeout, self.name = factory, timeout, name
-        self.start_timeout = start_timeout or timeout
 
     def __call__(self) -> WatchedTarget:
-        made = guarded(f"the factory of {self.name}", self.factory, self.start_timeout)
+        made = guarded(f"the factory of {self.name}", self.factory, self.timeout)
         missing = [m for m in ("reset", "step", "observe") if not callable(getattr(made, m, None))]
         if missing:
             raise TargetError(f"the factory of {self.name} returned {type(made).__name__} "

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from duespec import __version__
-from duespec.cli import EXIT_HOLDS, EXIT_USAGE
+from duespec.cli import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.targets.stdio import DEFAULT_TIMEOUT
 from duespec.limits import (MAX_ITF_DEPTH, InputError, LimitExceeded, check_int_text, open_regular,
                             parse_json, read_document)
 from duespec.outputs import AtomicFile, check_output
 from duespec.systems import NAMES, get_system
 from duespec.targets.interface import TargetError
+from duespec.targets.resolve import deadline
 from duespec.traces.format import (TraceError, TraceHeader, check_step,
                             read_trace, write_trace)
 
@@ -144,7 +146,8 @@ def _map(pairs: Json, where: str) -> dict[str, Json]:
 
 # --- export -----------------------------------------------------------------------------
 
-def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) -> Path:
+def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
+               timeout: float | None = None) -> Path:
     """Write `trace_path` as ITF, one state per step, streaming in constant memory.
 
     The state variables are the model's observable state after each step (the model is
@@ -186,7 +189,7 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
         pending = [first] if first else []
         for step in _chain(pending, steps):
             at = f"{where}: step {step['i']}"
-            response = _by_model(lambda: model.step(step["op"], step["args"], step["now"]), at)
+            response = _by_model(lambda: model.step(step["op"], step["args"], step["now"]), at, timeout)
             result = step.get("result", response)
             picks = {n: NONE for n in arg_names}
             if not isinstance(step["args"], dict):
@@ -204,12 +207,14 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
     return out
 
 
-def _by_model(call: Callable[[], Json], at: str) -> Json:
-    """A step the model cannot take makes the trace unexportable, not duespec broken."""
+def _by_model(call: Callable[[], Json], at: str, timeout: float | None = None) -> Json:
+    """A step the model cannot take (or not within `timeout` seconds) makes the trace
+    unexportable, not duespec broken."""
     try:
-        return call()
-    except TargetError:  # --timeout: reported as the deadline it is
-        raise
+        with deadline(timeout, "the model"):
+            return call()
+    except TargetError as error:  # --timeout
+        raise TraceError(at, None, str(error)) from None
     except LimitExceeded as error:
         raise TraceError(at, None, str(error)) from None
     except Exception as error:
@@ -356,7 +361,7 @@ def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
     try:
         if args.direction == "export":
-            out = export_itf(source, args.output or _renamed(source, ".itf.json"))
+            out = export_itf(source, args.output or _renamed(source, ".itf.json"), timeout=args.timeout)
         else:
             config = None
             if args.config is not None:
@@ -368,11 +373,12 @@ def main(args: argparse.Namespace) -> int:
                 if not isinstance(config, dict):
                     print("duespec itf: --config must be a JSON object", file=sys.stderr)
                     return EXIT_USAGE
-            out = import_itf(source, args.output or _renamed(source, ".jsonl"), system=args.system,
-                             profile=args.profile, config=config,
-                             time_actions=tuple(args.time_action or DEFAULT_TIME_ACTIONS),
-                             now_var=args.now_var, states=not args.no_states)
-    except TraceError as error:
+            with deadline(args.timeout, "the import"):
+                out = import_itf(source, args.output or _renamed(source, ".jsonl"), system=args.system,
+                                 profile=args.profile, config=config,
+                                 time_actions=tuple(args.time_action or DEFAULT_TIME_ACTIONS),
+                                 now_var=args.now_var, states=not args.no_states)
+    except (TraceError, TargetError) as error:
         print(f"MALFORMED: {error}", file=sys.stderr)
         return EXIT_USAGE
     print(f"wrote {out}")
@@ -404,6 +410,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="import: a Quint action that only advances the clock (repeatable; "
                              f"default {', '.join(DEFAULT_TIME_ACTIONS)})")
     parser.add_argument("--now-var", default="now", help="import: the variable or pick holding the time")
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                        help=f"export: seconds the model may take per step; import: seconds for the "
+                             f"whole conversion (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--no-states", action="store_true",
                         help="import: do not import the ITF states as expected observable states")
     parser.set_defaults(run=main)
