@@ -52,6 +52,8 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
 
     O_NONBLOCK keeps the open of a FIFO from waiting for a writer; the check is made on
     the opened descriptor, so a symlink swapped in between cannot slip through."""
+    if "\x00" in os.fspath(path):
+        raise InputError("the path contains a NUL byte, which no file name can hold")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -135,6 +137,21 @@ def check_int_text(digits: str) -> None:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
         raise LimitExceeded(f"an integer of {len(digits.lstrip('-')):,} digits, over the "
                             f"{MAX_INT_DIGITS}-digit limit")
+
+
+def check_value(value: Any) -> None:
+    """What is written must read back: the depth and integer limits, as LimitExceeded."""
+    if depth_exceeds(value, MAX_DEPTH):
+        raise LimitExceeded(f"nested deeper than {MAX_DEPTH} levels (the limit on JSON nesting)")
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif type(item) is int and item.bit_length() > MAX_INT_DIGITS * 3:
+            check_int_text(str(item))
 
 
 def depth_exceeds(value: Any, limit: int) -> bool:

@@ -31,6 +31,8 @@ def check_output(path: str | os.PathLike[str], *, inputs: Iterable[str | os.Path
     name = f"{what} {str(path)[:200]!r}"
     if not str(path) or out.name in ("", ".", ".."):
         raise OutputError(f"{name} does not name a file")
+    if "\x00" in str(path):
+        raise OutputError(f"{name} contains a NUL byte, which no file name can hold")
     if len(os.fsencode(out.name)) > MAX_NAME_BYTES:
         raise OutputError(f"{name}: the file name is longer than {MAX_NAME_BYTES} bytes")
     try:

@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from duespec.limits import InputError, open_regular, parse_json, read_line
+from duespec.limits import (MAX_LINE_BYTES, InputError, LimitExceeded, check_value, open_regular,
+                            parse_json, read_line)
 from duespec.outputs import AtomicFile
 from duespec.systems import NAMES, get_system
 
@@ -185,6 +186,10 @@ class TraceWriter:
         raw = header.to_json() if isinstance(header, TraceHeader) else header
         self.header = TraceHeader.from_json(raw, str(path), None)
         self.count = 0
+        try:
+            check_value(raw)
+        except LimitExceeded as error:
+            raise TraceError(str(path), 1, f"header: {error}") from None
         line = _dump(self.header.to_json(), str(path)) + "\n"
         self._out = AtomicFile(self.path, inputs=inputs, what="trace")
         try:
@@ -195,7 +200,15 @@ class TraceWriter:
 
     def write(self, step: dict[str, Json]) -> None:
         check_step(step, self.count, str(self.path), None)
-        self._out.write(_dump(step, str(self.path)) + "\n")
+        line = _dump(step, str(self.path))
+        if len(line) >= MAX_LINE_BYTES:
+            raise TraceError(str(self.path), self.count + 2, f"step {self.count} would be a line longer "
+                                                             f"than {MAX_LINE_BYTES:,} bytes")
+        try:
+            check_value(step)
+        except LimitExceeded as error:
+            raise TraceError(str(self.path), self.count + 2, f"step {self.count}: {error}") from None
+        self._out.write(line + "\n")
         self.count += 1
 
     def close(self) -> None:
