@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import stat
 from typing import IO, Any
 
@@ -97,39 +98,61 @@ def read_document(handle: IO[bytes]) -> bytes:
 
 
 def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
-    """Strict JSON (no NaN or Infinity) within the integer and depth limits, or InputError."""
+    """Strict JSON (no NaN or Infinity) within the number and depth limits, or InputError.
+
+    The limits are checked on the text, before the parser builds anything."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"not UTF-8: byte {error.object[error.start]:#04x} at column "
                          f"{error.start + 1}", line) from None
+    problem = text_problem(data, max_depth)
+    if problem:
+        raise InputError(problem, line)
     try:
-        value = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}" if line is None else f"column {error.colno}"
         raise InputError(f"not JSON: {error.msg} at {where}", line) from None
-    except RecursionError:
+    except RecursionError:  # unbalanced text that slipped past the depth count
         raise InputError(f"not JSON within limits: nested deeper than {max_depth} levels", line) from None
     except _Refused as refused:
         raise InputError(str(refused), line) from None
-    if depth_exceeds(value, max_depth):
-        raise InputError(f"nested deeper than {max_depth} levels (the limit on JSON nesting)", line)
-    return value
 
 
 class _Refused(ValueError):
     pass
 
 
-def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
-        raise _Refused(f"an integer of {len(digits.lstrip('-')):,} digits, over the "
-                       f"{MAX_INT_DIGITS}-digit limit")
-    return int(digits)
-
-
 def _no_constant(name: str) -> Any:
     raise _Refused(f"{name} is not JSON")
+
+
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_LONG_NUMBER = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+
+
+def text_problem(data: bytes, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why JSON text `data` is past the number or nesting limits, or None.
+
+    Strings are cut out first (a bracket or digit inside one counts for nothing); then
+    innermost pairs of brackets are removed, one level per pass, all in C."""
+    outside = _STRING.sub(b'""', data)
+    number = _LONG_NUMBER.search(outside)
+    if number:
+        return f"a number of more than {MAX_INT_DIGITS} digits (the limit on numbers)"
+    brackets = outside.translate(None, _BRACKETS)
+    too_deep = f"nested deeper than {max_depth} levels (the limit on JSON nesting)"
+    opened = re.compile(rb"[\[{]{%d}" % (max_depth + 1))
+    for _ in range(max_depth + 1):
+        if opened.search(brackets):
+            return too_deep  # that many consecutive openers: deeper than the limit at once
+        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if not shorter or shorter == brackets:
+            return None  # all closed within the limit, or unbalanced (the parser says where)
+        brackets = shorter
+    return too_deep
 
 
 def check_int_text(digits: str) -> None:
@@ -137,35 +160,3 @@ def check_int_text(digits: str) -> None:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
         raise LimitExceeded(f"an integer of {len(digits.lstrip('-')):,} digits, over the "
                             f"{MAX_INT_DIGITS}-digit limit")
-
-
-def check_value(value: Any) -> None:
-    """What is written must read back: the depth and integer limits, as LimitExceeded."""
-    if depth_exceeds(value, MAX_DEPTH):
-        raise LimitExceeded(f"nested deeper than {MAX_DEPTH} levels (the limit on JSON nesting)")
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif type(item) is int and item.bit_length() > MAX_INT_DIGITS * 3:
-            check_int_text(str(item))
-
-
-def depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether arrays/objects nest deeper than `limit`; iterative, so no recursion limit."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False

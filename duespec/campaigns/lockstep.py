@@ -25,7 +25,7 @@ class Divergence(AssertionError):
 
 
 def describe_divergence(step: dict[str, Json], kind: str, expected: Json, actual: Json) -> str:
-    where = f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} at now={step['now']}"
+    where = f"step {step['i']}: {step['op']} {_dump(step['args'])} at now={step['now']}"
     if kind == "response":
         return f"{where}\n  expected response: {_dump(expected)}\n  actual response:   {_dump(actual)}"
     return f"{where}\n  state differs after the step:\n" + "\n".join(

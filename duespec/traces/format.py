@@ -15,8 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from duespec.limits import (MAX_LINE_BYTES, InputError, LimitExceeded, check_value, open_regular,
-                            parse_json, read_line)
+from duespec.limits import MAX_LINE_BYTES, InputError, open_regular, parse_json, read_line, text_problem
 from duespec.outputs import AtomicFile
 from duespec.systems import NAMES, get_system
 
@@ -186,11 +185,11 @@ class TraceWriter:
         raw = header.to_json() if isinstance(header, TraceHeader) else header
         self.header = TraceHeader.from_json(raw, str(path), None)
         self.count = 0
-        try:
-            check_value(raw)
-        except LimitExceeded as error:
-            raise TraceError(str(path), 1, f"header: {error}") from None
-        line = _dump(self.header.to_json(), str(path)) + "\n"
+        line = _dump(self.header.to_json(), str(path))
+        problem = text_problem(line.encode())
+        if problem:
+            raise TraceError(str(path), 1, f"header: {problem}")
+        line += "\n"
         self._out = AtomicFile(self.path, inputs=inputs, what="trace")
         try:
             self._out.write(line)
@@ -204,10 +203,9 @@ class TraceWriter:
         if len(line) >= MAX_LINE_BYTES:
             raise TraceError(str(self.path), self.count + 2, f"step {self.count} would be a line longer "
                                                              f"than {MAX_LINE_BYTES:,} bytes")
-        try:
-            check_value(step)
-        except LimitExceeded as error:
-            raise TraceError(str(self.path), self.count + 2, f"step {self.count}: {error}") from None
+        problem = text_problem(line.encode())
+        if problem:
+            raise TraceError(str(self.path), self.count + 2, f"step {self.count}: {problem}")
         self._out.write(line + "\n")
         self.count += 1
 

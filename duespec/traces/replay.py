@@ -217,7 +217,7 @@ def _attempt(action: Callable[[], Json], step: dict[str, Json] | None, what: str
         where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
         raise _Diverged(step or {"i": -1}, f"{where}\n  {error}") from None
     except Exception as error:  # a crash is a finding, reported like a divergence
-        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
+        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
                  f"at now={step['now']}") if step else "before the first step"
         raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
 
