@@ -60,14 +60,17 @@ class ScheduleServer:
     """One Resonate server (schedules and the promise, task and outbox parts they use)."""
 
     def __init__(self, path: str = ":memory:", *, profile: Profile | None = None,
-                 retry_timeout: int | None = None) -> None:
-        """Open (or create) the store at `path`; a file keeps the config it was created with."""
+                 retry_timeout: int | None = None, wait: float = 0.0) -> None:
+        """Open (or create) the store at `path`; a file keeps the config it was created with.
+
+        A store file is owned by one process at a time: another process's server raises
+        StoreInUse (schedules_sql), at once or after waiting up to `wait` seconds."""
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         if retry_timeout is not None and (type(retry_timeout) is not int
                                           or not 0 <= retry_timeout <= MAX_TIME):
             raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
-        self.store = Store(path)
+        self.store = Store(path, wait=wait)
         try:
             with self.store.transaction():
                 self.profile: Profile = self._config("profile", profile, "lean")  # type: ignore[assignment]
