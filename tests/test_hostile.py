@@ -613,7 +613,7 @@ def test_an_interrupted_replay_exits_2_and_leaves_no_partial_file(tmp_path: Path
     assert not list(tmp_path.rglob("*.partial"))
 
 
-@pytest.mark.parametrize("shape", ["array-line", "itf-document", "deep-line", "long-line"])
+@pytest.mark.parametrize("shape", ["array-line", "itf-document", "deep-line", "long-line", "itf-under-limit"])
 def test_big_inputs_stay_under_one_gib(tmp_path: Path, shape: str) -> None:
     """50 MB inputs are refused by documented limit, under RLIMIT_AS = 1 GiB."""
     header = (ROOT / "traces" / "duebook" / "window_edges.jsonl").read_text().splitlines()[0]
@@ -633,6 +633,16 @@ def test_big_inputs_stay_under_one_gib(tmp_path: Path, shape: str) -> None:
         words = []
         assert result.returncode in (0, 1), result.stderr[-800:]
         assert "Traceback" not in result.stderr and "out of memory" not in result.stderr
+        return
+    elif shape == "itf-under-limit":
+        path = tmp_path / "under.itf.json"
+        count = (MAX_DOCUMENT_BYTES - 400) // 3
+        with path.open("w") as out:
+            out.write('{"states": [{"now": {"#bigint": "1"}, "x": [' + ",".join(["[]"] * count) + "]}]}")
+        result = duespec("itf", "import", str(path), "--system", "duebook", "-o", str(tmp_path / "o.jsonl"),
+                         cwd=tmp_path)
+        assert result.returncode in (0, 2), result.stderr[-800:]
+        assert "Traceback" not in result.stderr and "out of memory" not in result.stderr, result.stderr[-800:]
         return
     elif shape == "deep-line":
         path = tmp_path / "deep.jsonl"
