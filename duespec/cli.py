@@ -10,7 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import signal
 import sys
+import threading
+from pathlib import Path
+from typing import Any
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
@@ -60,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = _catch_sigint()
     try:
         _check_arguments(args)
         return int(args.run(args))
@@ -68,6 +73,22 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"duespec {args.command}: {explain(error)}", file=sys.stderr, flush=True)
         return EXIT_USAGE
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _catch_sigint() -> Any:
+    """Make Ctrl-C a UserInterrupt, which the target boundary lets through (a
+    KeyboardInterrupt raised by target code is that target's failure)."""
+    from duespec.targets.resolve import UserInterrupt
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise UserInterrupt()
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, interrupted)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -84,6 +105,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
     output = getattr(args, "output", None)
     if output is not None and args.command == "itf":
         check_output(output, inputs=[args.source], what="-o")
+    trace_dir = getattr(args, "trace_dir", None)
+    if trace_dir is not None:
+        check_output(Path(trace_dir) / "failure.jsonl", what="--trace-dir")
 
 
 def explain(error: BaseException) -> str:
@@ -102,7 +126,7 @@ def explain(error: BaseException) -> str:
     if isinstance(error, TargetError):
         return f"target unusable: {error}"
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted"
+        return "interrupted; nothing was checked to the end"
     if isinstance(error, SystemExit):
         return (f"stopped by a call of sys.exit({error.code!r}) outside any target; nothing "
                 f"was checked to the end")

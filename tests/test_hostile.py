@@ -608,7 +608,8 @@ def test_an_interrupted_replay_exits_2_and_leaves_no_partial_file(tmp_path: Path
     time.sleep(3)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
-    assert process.returncode != 0
+    assert process.returncode == 2, (out, err)
+    assert "interrupted" in err and "DIVERGES" not in out, (out, err)
     assert "Traceback" not in out + err and "CONFIRMED" not in out, err
     assert not list(tmp_path.rglob("*.partial"))
 

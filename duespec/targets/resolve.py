@@ -137,13 +137,18 @@ def deadline(seconds: float | None, what: str) -> Iterator[None]:
 SHOWN_FRAMES = 3
 
 
+class UserInterrupt(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while duespec runs: passes the boundary, unlike a KeyboardInterrupt
+    that target code raises itself."""
+
+
 def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T:
     """Run target code: any exception, SystemExit and KeyboardInterrupt included, becomes a
     TargetError naming `what`, the exception type, its message and the last frames."""
     try:
         with deadline(seconds, what):
             return call()
-    except TargetError:
+    except (TargetError, UserInterrupt):
         raise
     except BaseException as error:  # SystemExit(0) from a target must never end duespec with 0
         if isinstance(error, SystemExit):
