@@ -57,7 +57,10 @@ def state_diff(expected: Json, actual: Json, path: str = "$") -> list[str]:
 
 
 def _dump(value: Json) -> str:
-    text = json.dumps(value, sort_keys=True)
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):  # a target's non-JSON answer, shown as what it is
+        text = repr(value)
     return text if len(text) <= 400 else text[:400] + "..."
 
 

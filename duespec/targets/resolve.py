@@ -163,12 +163,16 @@ def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T
                           exc_type=type(error).__name__, frames=frames) from None
 
 
-def _json_object(what: str, value: Any) -> dict[str, Json]:
-    """A target's answer must be a JSON object of JSON values; anything else is unusable."""
+def _json_object(what: str, value: Any, *, deep: bool = True) -> dict[str, Json]:
+    """A target's answer must be a JSON object of JSON values; anything else is unusable.
+
+    `deep=False` checks only the object and its keys: a whole state is large, and a
+    non-JSON value inside it still fails the comparison with the model's state."""
     if not isinstance(value, dict):
         raise TargetError(f"{what} returned {type(value).__name__}, not a JSON object (dict)",
                           unusable=True)
-    problem = non_json(value)
+    problem = non_json(value) if deep else next(
+        (f"a {type(key).__name__} key {key!r:.60}" for key in value if type(key) is not str), None)
     if problem:
         raise TargetError(f"{what} returned a dict holding {problem}, which is not JSON", unusable=True)
     return value
@@ -214,7 +218,7 @@ class WatchedTarget:
         return _json_object(what, guarded(what, lambda: self.inner.step(op, args, now), self.timeout))
 
     def observe(self) -> dict[str, Json]:
-        return _json_object("observe", guarded("observe", self.inner.observe, self.timeout))
+        return _json_object("observe", guarded("observe", self.inner.observe, self.timeout), deep=False)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)  # optional (docs/operations.md)
