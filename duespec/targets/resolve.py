@@ -21,8 +21,7 @@ import sys
 import threading
 import time
 import traceback
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, TypeVar
 
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
@@ -98,39 +97,53 @@ class _Overdue(BaseException):
     cannot swallow it. Never leaves `deadline`."""
 
 
-@contextmanager
-def deadline(seconds: float | None, what: str) -> Iterator[None]:
-    """Raise TargetError if the block runs past `seconds`; restores an outer deadline.
+def _raise_overdue(signum: int, frame: object) -> None:
+    raise _Overdue()
+
+
+class deadline:
+    """`with deadline(seconds, what):` raises TargetError if the block runs past `seconds`,
+    and keeps an outer deadline (SIGALRM timer) running. A class rather than a generator:
+    it brackets every call into a target and the model, so it must cost microseconds.
 
     SIGALRM, so only in the main thread of a POSIX process; elsewhere it does nothing."""
-    if (not seconds or not hasattr(signal, "setitimer")
-            or threading.current_thread() is not threading.main_thread()):
-        yield
-        return
 
-    def overdue(signum: int, frame: object) -> None:
-        raise _Overdue()
+    __slots__ = ("seconds", "what", "previous", "outer", "started")
 
-    outer_remaining, _ = signal.getitimer(signal.ITIMER_REAL)
-    outer_first = bool(outer_remaining) and outer_remaining <= seconds
-    started = time.monotonic()
-    previous = signal.signal(signal.SIGALRM, overdue)
-    signal.setitimer(signal.ITIMER_REAL, outer_remaining if outer_first else seconds)
-    try:
-        yield
-    except _Overdue:
-        if outer_first and callable(previous):
-            outer_remaining = 0.0  # it has fired: hand it to its own handler, now
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-            previous(signal.SIGALRM, None)
-        raise TargetError(f"{what} did not return within {seconds:g}s (--timeout)") from None
-    finally:
+    def __init__(self, seconds: float | None, what: str) -> None:
+        self.seconds, self.what = seconds, what
+        if seconds and not (_HAS_TIMER and threading.current_thread() is _MAIN_THREAD):
+            self.seconds = None
+
+    def __enter__(self) -> None:
+        if not self.seconds:
+            return
+        self.outer = signal.getitimer(signal.ITIMER_REAL)[0]
+        if self.outer:
+            self.started = time.monotonic()
+        self.previous = _set_handler(signal.SIGALRM, _raise_overdue)
+        signal.setitimer(signal.ITIMER_REAL, min(self.seconds, self.outer) if self.outer else self.seconds)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        if not self.seconds:
+            return
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer_remaining:
-            left = outer_remaining - (time.monotonic() - started)
-            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
+        _set_handler(signal.SIGALRM, self.previous)
+        outer_fired = bool(self.outer) and self.outer <= self.seconds and kind is _Overdue
+        if self.outer and not outer_fired:
+            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 1e-3))
+        if kind is _Overdue:
+            if outer_fired and callable(self.previous):
+                self.previous(signal.SIGALRM, None)  # it was the outer deadline's turn: its handler
+            raise TargetError(f"{self.what} did not return within {self.seconds:g}s (--timeout)") from None
+
+
+_HAS_TIMER = hasattr(signal, "setitimer")
+_MAIN_THREAD = threading.main_thread()
+try:  # CPython's C function: signal.signal adds ~5 us of enum conversion per call
+    from _signal import signal as _set_handler
+except ImportError:  # pragma: no cover
+    _set_handler = signal.signal
 
 
 #: Traceback frames a TargetError keeps from the target's own code.
