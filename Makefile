@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test check bench clean
+.PHONY: install test check bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/duespec bench
+
+# SIGKILL durability of the file-backed schedules store at 1,000 kill points (make test runs 100).
+crash-test: $(STAMP)
+	$(BIN)/python tests/store_crash.py --kills 1000
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .duespec

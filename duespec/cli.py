@@ -1,10 +1,20 @@
-"""The `duespec` command. Exit 0: everything holds; 1: refuted or diverged; 2: bad usage."""
+"""The `duespec` command. Exit 0: everything holds; 1: refuted or diverged; 2: bad usage.
+
+Every failure of input, target or environment ends here as one paragraph on stderr and
+exit 2 (a divergence, "the target raised" included, is a command's own exit 1); a Python
+traceback is shown only with `--debug`, for a bug in duespec itself.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import signal
 import sys
+import threading
+from pathlib import Path
+from typing import Any
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
@@ -12,9 +22,24 @@ COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespe
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
+#: Longest --timeout accepted: a day. Longer is not a deadline.
+MAX_TIMEOUT = 86_400.0
+
 
 class UsageError(Exception):
     """Bad input from the user: printed without a traceback, exit 2."""
+
+
+def seconds(text: str) -> float:
+    """argparse type for --timeout: a finite number of seconds in (0, MAX_TIMEOUT]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text[:40]!r}") from None
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT:g} seconds, "
+                                         f"got {text[:40]!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Executable specifications and a model-checking harness for duebook "
                     "and Resonate schedules.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks (for reporting a bug in duespec)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(name).add_parser(subparsers)
@@ -30,10 +57,86 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere before a bare `--`, so it can be added to any command line.
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = _catch_sigint()
     try:
-        return args.run(args)
-    except UsageError as error:
-        print(f"duespec {args.command}: {error}", file=sys.stderr)
+        _check_arguments(args)
+        return int(args.run(args))
+    except BaseException as error:
+        if debug:
+            raise
+        print(f"duespec {args.command}: {explain(error)}", file=sys.stderr, flush=True)
         return EXIT_USAGE
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _catch_sigint() -> Any:
+    """Make Ctrl-C a UserInterrupt, which the target boundary lets through (a
+    KeyboardInterrupt raised by target code is that target's failure)."""
+    from duespec.targets.resolve import UserInterrupt
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise UserInterrupt()
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, interrupted)
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """What argparse cannot check, checked before any work: output paths and timeouts."""
+    from duespec.outputs import check_output
+
+    timeout = getattr(args, "timeout", None)
+    if isinstance(timeout, float) and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+        raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout}")
+    for option in ("junit", "coverage_json"):
+        path = getattr(args, option, None)
+        if path is not None:
+            check_output(path, what="--" + option.replace("_", "-"))
+    output = getattr(args, "output", None)
+    if output is not None and args.command == "itf":
+        check_output(output, inputs=[args.source], what="-o")
+    trace_dir = getattr(args, "trace_dir", None)
+    if trace_dir is not None:
+        check_output(Path(trace_dir) / "failure.jsonl", what="--trace-dir")
+
+
+def explain(error: BaseException) -> str:
+    """One paragraph for people: what went wrong, without a traceback."""
+    from duespec.limits import InputError, LimitExceeded
+    from duespec.outputs import OutputError
+    from duespec.targets.interface import TargetError
+    from duespec.traces.format import TraceError
+
+    if isinstance(error, UsageError):
+        return str(error)
+    if isinstance(error, TraceError):
+        return f"MALFORMED: {error}"
+    if isinstance(error, (OutputError, InputError, LimitExceeded)):
+        return str(error)
+    if isinstance(error, TargetError):
+        return f"target unusable: {error}"
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted; nothing was checked to the end"
+    if isinstance(error, SystemExit):
+        return (f"stopped by a call of sys.exit({error.code!r}) outside any target; nothing "
+                f"was checked to the end")
+    if isinstance(error, MemoryError):
+        return "out of memory (see README.md, Limits, for the sizes duespec accepts)"
+    if isinstance(error, RecursionError):
+        return "input nested too deeply (see README.md, Limits)"
+    if isinstance(error, OSError):
+        where = f" {error.filename!r}"[:200] if error.filename else ""
+        return f"cannot use{where}: {error.strerror or error}"
+    text = str(error)[:500]
+    return (f"internal error: {type(error).__name__}{': ' + text if text else ''} (a bug in duespec; "
+            f"run again with --debug for the traceback)")

@@ -34,6 +34,24 @@ PROFILES: tuple[Profile, ...] = ("lean", "server", "deployed")
 DEFAULT_RETRY_TIMEOUT = 5000
 #: Occurrences handled per round of set-wise inserts during a catch-up.
 CATCH_UP_CHUNK = 16384
+#: Most occurrences one catch-up fires (two years of minutely ticks); more would hold the
+#: store's write lock for minutes and is refused with CatchUpTooLong, changing nothing.
+MAX_CATCH_UP_OCCURRENCES = 1_000_000
+
+
+class CatchUpTooLong(RuntimeError):
+    """A catch-up past MAX_CATCH_UP_OCCURRENCES: refused, the transaction rolled back."""
+
+
+def occurrences_due(cron: str, next_run_at: int, now: int, limit: int) -> int:
+    """How many occurrences a catch-up of a schedule due at `next_run_at` fires at `now`,
+    counted only up to `limit` + 1, so an outage of centuries costs no more than the limit.
+    A cron fires at most once a minute, which callers use to skip counting short outages."""
+    if next_run_at > now:
+        return 0
+    later = compile_cron(cron).occurrences(next_run_at, now)
+    return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))
+
 
 def chunks(items: Iterable[int], size: int) -> Iterator[list[int]]:
     iterator = iter(items)
@@ -45,14 +63,17 @@ class ScheduleServer:
     """One Resonate server (schedules and the promise, task and outbox parts they use)."""
 
     def __init__(self, path: str = ":memory:", *, profile: Profile | None = None,
-                 retry_timeout: int | None = None) -> None:
-        """Open (or create) the store at `path`; a file keeps the config it was created with."""
+                 retry_timeout: int | None = None, wait: float = 0.0) -> None:
+        """Open (or create) the store at `path`; a file keeps the config it was created with.
+
+        A store file is owned by one process at a time: another process's server raises
+        StoreInUse (schedules_sql), at once or after waiting up to `wait` seconds."""
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         if retry_timeout is not None and (type(retry_timeout) is not int
                                           or not 0 <= retry_timeout <= MAX_TIME):
             raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
-        self.store = Store(path)
+        self.store = Store(path, wait=wait)
         try:
             with self.store.transaction():
                 self.profile: Profile = self._config("profile", profile, "lean")  # type: ignore[assignment]
@@ -186,6 +207,11 @@ class ScheduleServer:
             return s
         if self.profile == "deployed":
             return self._deployed_occurrence(s, now)
+        if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES
+                and occurrences_due(s.cron, s.next_run_at, now, MAX_CATCH_UP_OCCURRENCES)
+                > MAX_CATCH_UP_OCCURRENCES):
+            raise CatchUpTooLong(f"schedule {s.id!r} would fire more than {MAX_CATCH_UP_OCCURRENCES:,} "
+                                 f"occurrences in one catch-up (from {s.next_run_at} to {now})")
         cron = compile_cron(s.cron)
         shape = PromiseShape(s.promise_param, s.promise_tags, self.retry_timeout)
         anchored_at_tick = self.profile == "lean"

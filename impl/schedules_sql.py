@@ -9,12 +9,15 @@ brackets one handler, and any exception inside it rolls the whole handler back.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Sequence
 
 from duespec.impl.schedules_records import (
     DELAY_TAG, EMPTY_VALUE, TARGET_TAG, Json, Promise, Schedule, Tags, Task, Value, execute_message,
@@ -93,6 +96,34 @@ CREATE TABLE IF NOT EXISTS outbox (
 #: Page cache of a file-backed store: a year-long catch-up touches ~100 MB of B-tree pages.
 CACHE_KIB = 256 * 1024
 
+def _own(path: str, wait: float) -> IO[str]:
+    """Hold FILE.lock exclusively (the owner's pid inside), or raise StoreInUse."""
+    lock_path = path + ".lock"
+    try:
+        handle = open(lock_path, "a+", encoding="utf-8")
+    except OSError as error:
+        raise StoreError(f"cannot open store {path!r}: {lock_path}: {error.strerror or error}") from None
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                handle.seek(0)
+                owner = handle.read(32).strip() or "unknown"
+                handle.close()
+                waited = f" after waiting {wait:g}s" if wait else ""
+                raise StoreInUse(f"store {path!r} is in use by another process (pid {owner}){waited}; "
+                                 f"a store is opened by one process at a time") from None
+            time.sleep(0.05)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
 PromiseRow = tuple[str, str, str, str, str, int, int, int | None, str, str, int]
 TaskRow = tuple[str, str, int, str, int | None, str | None]
 
@@ -166,32 +197,70 @@ SCHEDULE_COLUMNS = ("id, cron, promise_id, promise_timeout, promise_param, promi
                     "next_run_at, last_run_at, created_at")
 
 
-class Store:
-    """One SQLite connection holding one server's state."""
+class StoreError(RuntimeError):
+    """A store file that cannot be opened or written: the message says which and why."""
 
-    def __init__(self, path: str) -> None:
+
+class StoreInUse(StoreError):
+    """Another process has the store file open: one server owns a store at a time."""
+
+
+#: Milliseconds a statement waits for a lock held by a foreign SQLite connection (say the
+#: sqlite3 shell) before the store reports itself busy.
+BUSY_TIMEOUT_MS = 5000
+
+
+class Store:
+    """One SQLite connection holding one server's state.
+
+    A file-backed store belongs to one process at a time: opening takes an exclusive
+    `flock` on FILE.lock (released by the kernel however the owner ends, SIGKILL included),
+    and a second process gets StoreInUse at once, or after waiting up to `wait` seconds for
+    the owner to close. Never a raw "database is locked"."""
+
+    def __init__(self, path: str, *, wait: float = 0.0) -> None:
         self.path = path
         self.lock = threading.Lock()
-        # Autocommit mode: transactions are opened and closed explicitly, never implicitly.
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._owner: IO[str] | None = None
         if path != ":memory:":
-            self.db.execute("PRAGMA journal_mode = WAL")
-            # FULL: a handler's 200 means its transaction is on disk, not merely consistent.
-            self.db.execute("PRAGMA synchronous = FULL")
-            self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-        self.db.executescript(SCHEMA)
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
-                        "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
+            self._owner = _own(path, wait)
+        try:
+            # Autocommit mode: transactions are opened and closed explicitly, never implicitly.
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                      timeout=BUSY_TIMEOUT_MS / 1000)
+            if path != ":memory:":
+                self.db.execute("PRAGMA journal_mode = WAL")
+                # FULL: a handler's 200 means its transaction is on disk, not merely consistent.
+                self.db.execute("PRAGMA synchronous = FULL")
+                self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            self.db.executescript(SCHEMA)
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
+                            "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
+        except sqlite3.Error as error:
+            self._release()
+            raise StoreError(f"cannot open store {path!r}: {error}") from None
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.db.close()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._owner is not None:
+            self._owner.close()  # closing the descriptor drops the flock
+            self._owner = None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All of one handler or none of it; one handler at a time if threads share the store."""
         with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                raise StoreError(f"store {self.path!r} is busy: another connection has held its write "
+                                 f"lock for over {BUSY_TIMEOUT_MS / 1000:g}s ({error})") from None
             try:
                 yield
             except BaseException:

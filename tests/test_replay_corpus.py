@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from duespec.campaigns.run import run_campaign, write_failure_trace
+from duespec.cli import UsageError
 from duespec.cli import main as cli_main
 from duespec.traces.replay import replay
 from duespec.systems import get_system
@@ -156,11 +157,10 @@ def test_a_config_the_model_refuses_makes_the_trace_malformed(tmp_path: Path) ->
             replay(trace, target)
 
 
-def test_a_target_that_cannot_reset_diverges_at_the_start() -> None:
-    result = replay(WINDOW, "cannot-reset", factory=CannotReset)
-    assert not result.confirmed and result.steps == 0
-    assert "at the start" in result.report()
-    assert "the target could not reset: ConnectionError: refused" in result.report()
+def test_a_target_that_cannot_reset_is_unusable() -> None:
+    """Issue 7: a failure on the first reset is an unusable target (exit 2), not a finding."""
+    with pytest.raises(UsageError, match="target unusable: .*ConnectionError: refused"):
+        replay(WINDOW, "cannot-reset", factory=CannotReset)
 
 
 def test_replay_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

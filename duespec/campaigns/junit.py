@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
+from duespec import outputs
+
 from duespec.campaigns.run import DIVERGENCE, CampaignResult
 
 #: Characters XML 1.0 cannot carry at all, not even escaped.
@@ -84,7 +86,4 @@ def _xml_safe(text: str) -> str:
 
 
 def write(path: str | Path, suite: str, cases: list[Case]) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(to_xml(suite, cases), encoding="utf-8")
-    return target
+    return outputs.write_text(path, to_xml(suite, cases), what="--junit")

@@ -93,7 +93,7 @@ def describe_divergence(step: dict[str, Json], kind: str, expected: Json, actual
 def where_of(step: dict[str, Json] | None) -> str:
     if step is None:
         return "reset (before the first step)"
-    return f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} at now={step['now']}"
+    return f"step {step['i']}: {step['op']} {_dump(step['args'])} at now={step['now']}"
 
 
 def state_diff(expected: Json, actual: Json, path: str = "$") -> list[str]:
@@ -120,7 +120,10 @@ def state_diff(expected: Json, actual: Json, path: str = "$") -> list[str]:
 
 
 def _dump(value: Json) -> str:
-    text = json.dumps(value, sort_keys=True)
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):  # a target's non-JSON answer, shown as what it is
+        text = repr(value)
     return text if len(text) <= 400 else text[:400] + "..."
 
 

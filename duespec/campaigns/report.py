@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from duespec import outputs
 from duespec.campaigns.run import CampaignResult
 from duespec.systems import System
 
@@ -116,8 +117,5 @@ def report_for(system: System, result: CampaignResult) -> CoverageReport:
 
 
 def write_json(reports: list[CoverageReport], path: str | Path) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps([report.to_json() for report in reports], indent=2) + "\n",
-                      encoding="utf-8")
-    return target
+    return outputs.write_text(path, json.dumps([report.to_json() for report in reports], indent=2) + "\n",
+                              what="--coverage-json")

@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from duespec.impl.schedules import ScheduleServer
+from duespec.impl.schedules import ScheduleServer, occurrences_due
+from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
 from duespec.campaigns.lockstep import LockstepMachine, state_diff
 from duespec.model import schedules as model
 from duespec.model.schedules.clock import MAX_TIME, next_run
@@ -55,6 +56,8 @@ class ModelTarget:
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         assert self.state is not None, "reset() first"
+        if op in ("tick", "schedule.timeout"):
+            refuse_long_catch_up(self.state, op, args, now)
         self.observed = None
         return model.step(self.state, op, args, now)
 
@@ -66,6 +69,30 @@ class ModelTarget:
 
     def close(self) -> None:
         self.state = None
+
+
+def refuse_long_catch_up(state: model.ServerState, op: str, args: Json, now: Json) -> None:
+    """LimitExceeded, before the model starts, if this step would fire more than
+    MAX_CATCH_UP_OCCURRENCES occurrences in all (the model runs ~10^4 a second, so a
+    minutely schedule ticked at year 9999 would take days). The model itself has no bound:
+    this is the harness's, documented in README.md ("Limits"); the machine stays far below."""
+    if type(now) is not int or not isinstance(args, dict) or now > MAX_TIME:
+        return  # the contract answers 400 and fires nothing
+    if op == "tick":
+        owed = [state.schedules[id] for id, due in state.schedule_timeouts.items()
+                if due <= now and id in state.schedules]
+    else:
+        found = state.schedules.get(args["id"]) if isinstance(args.get("id"), str) else None
+        owed = [found] if found is not None else []
+    owed = [s for s in owed if s.next_run_at <= now]
+    if sum((now - s.next_run_at) // MINUTE + 1 for s in owed) <= MAX_CATCH_UP_OCCURRENCES:
+        return  # a cron fires at most once a minute: no need to count
+    budget = MAX_CATCH_UP_OCCURRENCES
+    for s in owed:
+        budget -= occurrences_due(s.cron, s.next_run_at, now, budget)
+        if budget < 0:
+            raise LimitExceeded(f"{op} at now={now} would fire more than {MAX_CATCH_UP_OCCURRENCES:,} "
+                                f"schedule occurrences (the limit on one step's catch-up)")
 
 
 class ImplTarget:

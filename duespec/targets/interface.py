@@ -29,7 +29,7 @@ class Target(Protocol):
         """The whole observable state in canonical form (lists sorted, JSON only)."""
 
     def close(self) -> None:
-        """Release whatever the target holds (files, processes)."""
+        """Optional: release whatever the target holds (files, processes)."""
 
 
 TargetFactory = Callable[[], Target]
@@ -38,7 +38,15 @@ TargetFactory = Callable[[], Target]
 class TargetError(Exception):
     """The target could not answer at all (crashed, spoke garbage, timed out).
 
-    Distinct from a divergence: a divergence is a wrong answer, this is no answer."""
+    Distinct from a divergence: a divergence is a wrong answer, this is no answer.
+    `unusable` marks a target that cannot be used at all (it cannot be built, or answers
+    in a shape the interface does not allow): exit 2 rather than a finding (exit 1).
+    An exception from a Python target's own code carries its type and last frames."""
+
+    def __init__(self, message: str, *, unusable: bool = False, exc_type: str | None = None,
+                 frames: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.unusable, self.exc_type, self.frames = unusable, exc_type, frames
 
 
 def same_json(a: Json, b: Json) -> bool:

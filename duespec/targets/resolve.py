@@ -20,6 +20,8 @@ import shlex
 import signal
 import sys
 import threading
+import time
+import traceback
 from typing import Any, Callable, TypeVar
 
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
@@ -41,7 +43,10 @@ class TargetSpecError(ValueError):
 
 def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
             start_timeout: float = START_TIMEOUT) -> TargetFactory:
-    """The factory of fresh targets that `spec` names, or TargetSpecError saying why not."""
+    """The factory of fresh targets that `spec` names, or TargetSpecError saying why not.
+
+    `timeout` bounds every call into an in-process target, the import of its module and
+    each call of its factory; `start_timeout` the start of a stdio program."""
     spec = spec.strip()
     if spec == "model":
         return system.model
@@ -59,7 +64,7 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
     if spec.startswith(("http://", "https://")):
         return _http_factory(system, spec, timeout)
     if ":" in spec:
-        return WatchedFactory(_import_factory(spec), timeout, spec)
+        return WatchedFactory(_import_factory(spec, timeout), timeout, spec)
     raise TargetSpecError(f"unknown target {spec!r}; a target is {SPEC_HELP}")
 
 
@@ -74,7 +79,7 @@ def _http_factory(system: System, spec: str, timeout: float) -> TargetFactory:
     return HttpTargetFactory(spec, timeout)
 
 
-def _import_factory(spec: str) -> TargetFactory:
+def _import_factory(spec: str, timeout: float) -> TargetFactory:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise TargetSpecError(f"{spec!r} is not of the form package.module:factory")
@@ -82,70 +87,188 @@ def _import_factory(spec: str) -> TargetFactory:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        found: Any = importlib.import_module(module_name)
-    except Exception as error:  # an import runs arbitrary code; report whatever it raised
-        raise TargetSpecError(f"cannot import {module_name!r} for target {spec!r}: "
-                              f"{type(error).__name__}: {error}") from None
+        found: Any = guarded(f"importing {module_name!r}", lambda: importlib.import_module(module_name),
+                             timeout)
+    except TargetError as error:
+        raise TargetSpecError(f"cannot import {module_name!r} for target {spec!r}: {error}") from None
     for part in attribute.split("."):
         try:
             found = getattr(found, part)
         except AttributeError:
             raise TargetSpecError(f"module {module_name!r} has no attribute {attribute!r} "
                                   f"(target {spec!r})") from None
+        except BaseException as error:  # a module __getattr__ is target code too
+            raise TargetSpecError(f"target {spec!r}: looking up {attribute!r} raised "
+                                  f"{type(error).__name__}: {error}") from None
     if not callable(found):
         raise TargetSpecError(f"{spec!r} is a {type(found).__name__}, not a callable returning a Target")
     return found  # type: ignore[no-any-return]
 
 
+# --- the boundary: nothing a target's code does escapes as anything but a TargetError --
+
+class _Overdue(BaseException):
+    """Raised by SIGALRM inside target code; a BaseException so `except Exception` there
+    cannot swallow it. Never leaves `deadline`."""
+
+
+def _raise_overdue(signum: int, frame: object) -> None:
+    raise _Overdue()
+
+
+class deadline:
+    """`with deadline(seconds, what):` raises TargetError if the block runs past `seconds`,
+    and keeps an outer deadline (SIGALRM timer) running. A class rather than a generator:
+    it brackets every call into a target and the model, so it must cost microseconds.
+
+    SIGALRM, so only in the main thread of a POSIX process; elsewhere it does nothing."""
+
+    __slots__ = ("seconds", "what", "previous", "outer", "started")
+
+    def __init__(self, seconds: float | None, what: str) -> None:
+        self.seconds, self.what = seconds, what
+        if seconds and not (_HAS_TIMER and threading.current_thread() is _MAIN_THREAD):
+            self.seconds = None
+
+    def __enter__(self) -> None:
+        if not self.seconds:
+            return
+        self.outer = signal.getitimer(signal.ITIMER_REAL)[0]
+        if self.outer:
+            self.started = time.monotonic()
+        self.previous = _set_handler(signal.SIGALRM, _raise_overdue)
+        signal.setitimer(signal.ITIMER_REAL, min(self.seconds, self.outer) if self.outer else self.seconds)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        if not self.seconds:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _set_handler(signal.SIGALRM, self.previous)
+        outer_fired = bool(self.outer) and self.outer <= self.seconds and kind is _Overdue
+        if self.outer and not outer_fired:
+            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 1e-3))
+        if kind is _Overdue:
+            if outer_fired and callable(self.previous):
+                self.previous(signal.SIGALRM, None)  # it was the outer deadline's turn: its handler
+            raise TargetError(f"{self.what} did not return within {self.seconds:g}s (--timeout)") from None
+
+
+_HAS_TIMER = hasattr(signal, "setitimer")
+_MAIN_THREAD = threading.main_thread()
+try:  # CPython's C function: signal.signal adds ~5 us of enum conversion per call
+    from _signal import signal as _set_handler
+except ImportError:  # pragma: no cover
+    _set_handler = signal.signal
+
+
+#: Traceback frames a TargetError keeps from the target's own code.
+SHOWN_FRAMES = 3
+
+
+class UserInterrupt(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while duespec runs: passes the boundary, unlike a KeyboardInterrupt
+    that target code raises itself."""
+
+
+def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T:
+    """Run target code: any exception, SystemExit and KeyboardInterrupt included, becomes a
+    TargetError naming `what`, the exception type, its message and the last frames."""
+    try:
+        with deadline(seconds, what):
+            return call()
+    except (TargetError, UserInterrupt):
+        raise
+    except BaseException as error:  # SystemExit(0) from a target must never end duespec with 0
+        if isinstance(error, SystemExit):
+            problem = f"{what}: the target exited (SystemExit {error.code!r})"
+        else:
+            text = str(error)
+            problem = f"{what}: the target raised {type(error).__name__}" + (f": {text[:500]}" if text else "")
+        theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
+                  if frame.filename != __file__ and "importlib" not in frame.filename]
+        frames = tuple(f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in theirs[-SHOWN_FRAMES:])
+        raise TargetError(problem + "".join(f"\n    at {frame}" for frame in frames),
+                          exc_type=type(error).__name__, frames=frames) from None
+
+
+def _json_object(what: str, value: Any, *, deep: bool = True) -> dict[str, Json]:
+    """A target's answer must be a JSON object of JSON values; anything else is unusable.
+
+    `deep=False` checks only the object and its keys: a whole state is large, and a
+    non-JSON value inside it still fails the comparison with the model's state."""
+    if not isinstance(value, dict):
+        raise TargetError(f"{what} returned {type(value).__name__}, not a JSON object (dict)",
+                          unusable=True)
+    problem = non_json(value) if deep else next(
+        (f"a {type(key).__name__} key {key!r:.60}" for key in value if type(key) is not str), None)
+    if problem:
+        raise TargetError(f"{what} returned a dict holding {problem}, which is not JSON", unusable=True)
+    return value
+
+
+def non_json(value: Any) -> str | None:
+    """The first value in `value` JSON cannot hold (a set, a tuple, a float NaN...), or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    return f"a {type(key).__name__} key {key!r:.60}"
+                stack.append(child)
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            if item != item or item in (float("inf"), float("-inf")):
+                return f"the float {item}"
+        elif kind not in (str, int, bool, type(None)):
+            return f"a {kind.__name__}"
+    return None
+
+
 class WatchedTarget:
-    """An in-process target whose every call must return within `timeout` seconds.
+    """An in-process target behind the boundary: every call must return within `timeout`
+    seconds, and whatever its code raises (or a sys.exit) comes out as a TargetError.
 
     A step that never returns (an endless catch-up, say) then fails the campaign as a
     TargetError, as a silent stdio program does, instead of hanging a CI gate. The deadline
-    is SIGALRM, so it needs the main thread of a POSIX process; elsewhere calls run unwatched.
-    Code that catches every exception and carries on can swallow it."""
+    is SIGALRM, so it needs the main thread of a POSIX process; elsewhere calls run unwatched."""
 
     def __init__(self, inner: Target, timeout: float) -> None:
         self.inner, self.timeout = inner, timeout
 
     def reset(self, config: dict[str, Json]) -> None:
-        self._within("reset", lambda: self.inner.reset(config))
+        guarded("reset", lambda: self.inner.reset(config), self.timeout)
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
-        return self._within(f"step {op}", lambda: self.inner.step(op, args, now))
+        what = f"step {op}"
+        return _json_object(what, guarded(what, lambda: self.inner.step(op, args, now), self.timeout))
 
     def observe(self) -> dict[str, Json]:
-        return self._within("observe", self.inner.observe)
+        return _json_object("observe", guarded("observe", self.inner.observe, self.timeout), deep=False)
 
     def close(self) -> None:
-        close = getattr(self.inner, "close", None)  # close() is optional for a Python target
-        if close is not None:
-            self._within("close", close)
-
-    def _within(self, what: str, call: Callable[[], T]) -> T:
-        if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-            return call()
-
-        def overdue(signum: int, frame: object) -> None:
-            raise TargetError(f"{what} did not return within {self.timeout:g}s (--timeout)")
-
-        previous = signal.signal(signal.SIGALRM, overdue)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
-        try:
-            return call()
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+        close = getattr(self.inner, "close", None)  # optional (docs/operations.md)
+        if callable(close):
+            guarded("close", close, self.timeout)
 
 
 class WatchedFactory:
-    """Makes WatchedTargets; keeps the name reports use."""
+    """Makes WatchedTargets; keeps the name reports use. A factory that raises, blocks or
+    returns something without reset/step/observe is a TargetError that says so."""
 
     def __init__(self, factory: TargetFactory, timeout: float, name: str) -> None:
         self.factory, self.timeout, self.name = factory, timeout, name
 
     def __call__(self) -> WatchedTarget:
-        return WatchedTarget(self.factory(), self.timeout)
+        made = guarded(f"the factory of {self.name}", self.factory, self.timeout)
+        missing = [m for m in ("reset", "step", "observe") if not callable(getattr(made, m, None))]
+        if missing:
+            raise TargetError(f"the factory of {self.name} returned {type(made).__name__} "
+                              f"{repr(made)[:80]}, which has no {', '.join(missing)}: not a Target",
+                              unusable=True)
+        return WatchedTarget(made, self.timeout)
 
 
 def describe(factory: TargetFactory) -> str:

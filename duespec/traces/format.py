@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from duespec.limits import MAX_LINE_BYTES, InputError, open_regular, parse_json, read_line, text_problem
+from duespec.outputs import AtomicFile
 from duespec.systems import NAMES, get_system
 
 Json = Any
@@ -126,11 +128,13 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict
     when iteration reaches it, so a replay reports every step before the broken one."""
     where = str(path)
     try:
-        handle = open(path, "rb")
+        handle = open_regular(path)
     except OSError as error:
         raise TraceError(where, None, f"cannot open: {error.strerror or error}") from None
+    except InputError as error:
+        raise TraceError(where, None, error.problem) from None
     try:
-        first = handle.readline()
+        first = _read(handle, where, 1)
         if not first:
             raise TraceError(where, 1, "empty file; a trace starts with a header line")
         header = TraceHeader.from_json(_parse(first, where, 1), where, 1)
@@ -142,23 +146,29 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict
 
 def _steps(handle: Any, where: str) -> Iterator[dict[str, Json]]:
     with handle:
-        for index, text in enumerate(handle):
+        index = 0
+        while text := _read(handle, where, index + 2):
             line = index + 2
             yield check_step(_parse(text, where, line), index, where, line)
+            index += 1
+
+
+def _read(handle: Any, where: str, line: int) -> bytes:
+    try:
+        return read_line(handle, line)
+    except InputError as error:
+        raise TraceError(where, line, error.problem) from None
+    except OSError as error:
+        raise TraceError(where, line, f"cannot read: {error.strerror or error}") from None
 
 
 def _parse(text: bytes, where: str, line: int) -> Json:
     if not text.strip():
         raise TraceError(where, line, "blank line; every line of a trace is one JSON object")
     try:
-        return json.loads(text.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise TraceError(where, line, f"not UTF-8: byte {error.object[error.start]:#04x} at column "
-                                      f"{error.start + 1}") from None
-    except json.JSONDecodeError as error:
-        raise TraceError(where, line, f"not JSON: {error.msg} at column {error.colno}") from None
-    except RecursionError:
-        raise TraceError(where, line, "not JSON: nested too deeply") from None
+        return parse_json(text, line)
+    except InputError as error:
+        raise TraceError(where, line, error.problem) from None
 
 
 class TraceWriter:
@@ -168,29 +178,43 @@ class TraceWriter:
     an interrupted run never leaves a half-written trace where the corpus would pick it up.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: TraceHeader | dict[str, Json]):
+    def __init__(self, path: str | os.PathLike[str], header: TraceHeader | dict[str, Json], *,
+                 inputs: Iterable[str | os.PathLike[str]] = ()):
         self.path = Path(path)
-        self.header = header if isinstance(header, TraceHeader) else TraceHeader.from_json(header, str(path), None)
+        # Validated even when given as a TraceHeader, so nothing is written that replay refuses.
+        raw = header.to_json() if isinstance(header, TraceHeader) else header
+        self.header = TraceHeader.from_json(raw, str(path), None)
         self.count = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._partial = self.path.with_name(self.path.name + ".partial")
-        self._handle = open(self._partial, "w", encoding="utf-8")
-        self._handle.write(_dump(self.header.to_json(), str(path)) + "\n")
+        line = _dump(self.header.to_json(), str(path))
+        problem = text_problem(line.encode())
+        if problem:
+            raise TraceError(str(path), 1, f"header: {problem}")
+        line += "\n"
+        self._out = AtomicFile(self.path, inputs=inputs, what="trace")
+        try:
+            self._out.write(line)
+        except BaseException:
+            self._out.abandon()
+            raise
 
     def write(self, step: dict[str, Json]) -> None:
         check_step(step, self.count, str(self.path), None)
-        self._handle.write(_dump(step, str(self.path)) + "\n")
+        line = _dump(step, str(self.path))
+        if len(line) >= MAX_LINE_BYTES:
+            raise TraceError(str(self.path), self.count + 2, f"step {self.count} would be a line longer "
+                                                             f"than {MAX_LINE_BYTES:,} bytes")
+        problem = text_problem(line.encode())
+        if problem:
+            raise TraceError(str(self.path), self.count + 2, f"step {self.count}: {problem}")
+        self._out.write(line + "\n")
         self.count += 1
 
     def close(self) -> None:
-        if not self._handle.closed:
-            self._handle.close()
-            os.replace(self._partial, self.path)
+        if not self._out.handle.closed:
+            self._out.commit()
 
     def abandon(self) -> None:
-        if not self._handle.closed:
-            self._handle.close()
-        self._partial.unlink(missing_ok=True)
+        self._out.abandon()
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -203,9 +227,9 @@ class TraceWriter:
 
 
 def write_trace(path: str | os.PathLike[str], header: TraceHeader | dict[str, Json],
-                steps: Iterable[dict[str, Json]]) -> Path:
-    """Write a whole trace (steps may be a generator); return its path."""
-    with TraceWriter(path, header) as writer:
+                steps: Iterable[dict[str, Json]], *, inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Write a whole trace (steps may be a generator); return its path. Never over `inputs`."""
+    with TraceWriter(path, header, inputs=inputs) as writer:
         for step in steps:
             writer.write(step)
     return writer.path

@@ -25,8 +25,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from duespec import __version__
-from duespec.cli import EXIT_HOLDS, EXIT_USAGE
+from duespec.cli import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.targets.stdio import DEFAULT_TIMEOUT
+from duespec.limits import (MAX_ITF_DEPTH, InputError, LimitExceeded, check_int_text, open_regular,
+                            parse_json, read_document)
+from duespec.outputs import AtomicFile, check_output
 from duespec.systems import NAMES, get_system
+from duespec.targets.interface import TargetError
+from duespec.targets.resolve import deadline
 from duespec.traces.format import (TraceError, TraceHeader, check_step,
                             read_trace, write_trace)
 
@@ -102,7 +108,11 @@ def from_itf(value: Json, where: str) -> Json:
     if keys == {"#bigint"}:
         digits = value["#bigint"]
         if not isinstance(digits, str) or not _BIGINT.fullmatch(digits):
-            raise TraceError(where, None, f'"#bigint" must hold a string of digits, got {json.dumps(digits)}')
+            raise TraceError(where, None, f'"#bigint" must hold a string of digits, got {json.dumps(digits)[:80]}')
+        try:
+            check_int_text(digits)
+        except LimitExceeded as error:
+            raise TraceError(where, None, f'"#bigint": {error}') from None
         return int(digits)
     if keys in ({"#tup"}, {"#set"}):
         items = value["#tup" if "#tup" in keys else "#set"]
@@ -162,18 +172,22 @@ def json_problem(value: Json) -> str | None:
 
 # --- export -----------------------------------------------------------------------------
 
-def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) -> Path:
+def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
+               timeout: float | None = None) -> Path:
     """Write `trace_path` as ITF, one state per step, streaming in constant memory.
 
     The state variables are the model's observable state after each step (the model is
     replayed alongside), `now`, and `duespec::result`: the recorded result, or the model's
     response where the trace has none. State 0 is the fresh instance, action "init"."""
-    header, steps = read_trace(trace_path)
-    system = get_system(header.system)
-    model = system.model()
-    model.reset(dict(header.config))
     out = Path(out_path)
-    partial = out.with_name(out.name + ".partial")
+    writer = AtomicFile(out, inputs=[trace_path], what="ITF output")  # checked before any work
+    try:
+        header, steps = read_trace(trace_path)
+        system = get_system(header.system)
+        model = system.model()
+    except BaseException:
+        writer.abandon()
+        raise
     arg_names = sorted({name for args in system.operations.values() for name in args})
     variables = ["now", *system.state_keys, RESULT_VAR, ACTION_TAKEN, NONDET_PICKS]
     meta = {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": Path(trace_path).name,
@@ -182,7 +196,7 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
     where = str(trace_path)
 
     def state(index: int, now: int, result: Json, action: str, picks: dict[str, Json], at: str) -> str:
-        observed = model.observe()
+        observed = _by_model(model.observe, at)
         body = {"#meta": {"index": index}, "now": to_itf(now, at),
                 **{k: to_itf(observed[k], at, k) for k in system.state_keys},
                 RESULT_VAR: NONE if result is None else {"tag": "Some", "value": to_itf(result, at)},
@@ -190,29 +204,47 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
         return json.dumps(body)
 
     try:
-        with open(partial, "w", encoding="utf-8") as handle:
-            handle.write(f'{{"#meta": {json.dumps(meta)},\n "vars": {json.dumps(variables)},\n "states": [\n')
-            first = next(steps, None)
-            handle.write(state(0, first["now"] if first else 0, None, "init", {n: NONE for n in arg_names}, where))
-            pending = [first] if first else []
-            for step in _chain(pending, steps):
-                response = model.step(step["op"], step["args"], step["now"])
-                result = step.get("result", response)
-                picks = {n: NONE for n in arg_names}
-                at = f"{where}: step {step['i']}"
-                if not isinstance(step["args"], dict):
-                    raise TraceError(at, None, f"args {json.dumps(step['args'])} are not an object, so "
-                                               f"they cannot become named nondeterministic picks")
-                picks.update({n: {"tag": "Some", "value": to_itf(v, at, n)} for n, v in step["args"].items()})
-                handle.write(",\n" + state(step["i"] + 1, step["now"], result, action_name(step["op"]), picks, at))
-            handle.write("\n]}\n")
-        os.replace(partial, out)
+        try:
+            model.reset(dict(header.config))
+        except Exception as error:  # the model's own words on what is wrong with the config
+            raise TraceError(where, 1, f"header: the model refuses config {json.dumps(header.config)[:200]}: "
+                                       f"{type(error).__name__}: {error}") from None
+        writer.write(f'{{"#meta": {json.dumps(meta)},\n "vars": {json.dumps(variables)},\n "states": [\n')
+        first = next(steps, None)
+        writer.write(state(0, first["now"] if first else 0, None, "init", {n: NONE for n in arg_names}, where))
+        pending = [first] if first else []
+        for step in _chain(pending, steps):
+            at = f"{where}: step {step['i']}"
+            response = _by_model(lambda: model.step(step["op"], step["args"], step["now"]), at, timeout)
+            result = step.get("result", response)
+            picks = {n: NONE for n in arg_names}
+            if not isinstance(step["args"], dict):
+                raise TraceError(at, None, f"args {json.dumps(step['args'])[:200]} are not an object, so "
+                                           f"they cannot become named nondeterministic picks")
+            picks.update({n: {"tag": "Some", "value": to_itf(v, at, n)} for n, v in step["args"].items()})
+            writer.write(",\n" + state(step["i"] + 1, step["now"], result, action_name(step["op"]), picks, at))
+        writer.write("\n]}\n")
+        writer.commit()
     except BaseException:
-        partial.unlink(missing_ok=True)
+        writer.abandon()
         raise
     finally:
         model.close()
     return out
+
+
+def _by_model(call: Callable[[], Json], at: str, timeout: float | None = None) -> Json:
+    """A step the model cannot take (or not within `timeout` seconds) makes the trace
+    unexportable, not duespec broken."""
+    try:
+        with deadline(timeout, "the model"):
+            return call()
+    except TargetError as error:  # --timeout
+        raise TraceError(at, None, str(error)) from None
+    except LimitExceeded as error:
+        raise TraceError(at, None, str(error)) from None
+    except Exception as error:
+        raise TraceError(at, None, f"the model raised {type(error).__name__}: {error}") from None
 
 
 def _chain(first: list[dict[str, Json]], rest: Iterator[dict[str, Json]]) -> Iterator[dict[str, Json]]:
@@ -282,8 +314,9 @@ def import_itf(itf_path: str | os.PathLike[str], out_path: str | os.PathLike[str
     """Convert an ITF trace (from `quint run --mbt`, or from `export_itf`) to a duespec trace.
 
     The trace is published only when every step was read, so a refused import writes nothing."""
+    check_output(out_path, inputs=[itf_path], what="trace")
     header, steps = read_itf(itf_path, system=system, profile=profile, config=config, recipe=recipe)
-    return write_trace(out_path, header, steps)
+    return write_trace(out_path, header, steps, inputs=[itf_path])
 
 
 def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, profile: str | None = None,
@@ -296,12 +329,12 @@ def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, pro
     a recipe that does not fit the system, TraceError for a trace that does not fit it."""
     where = str(itf_path)
     try:
-        with open(itf_path, encoding="utf-8") as handle:
-            document = json.load(handle)
+        with open_regular(itf_path) as handle:
+            document = parse_json(read_document(handle), max_depth=MAX_ITF_DEPTH)
     except OSError as error:
         raise TraceError(where, None, f"cannot open: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise TraceError(where, error.lineno, f"not JSON: {error.msg} at column {error.colno}") from None
+    except InputError as error:
+        raise TraceError(where, error.line, error.problem) from None
     if not isinstance(document, dict) or not isinstance(document.get("states"), list):
         raise TraceError(where, None, 'not an ITF trace: expected an object with a "states" list')
     if not document["states"]:
@@ -638,7 +671,7 @@ def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
     try:
         if args.direction == "export":
-            out = export_itf(source, args.output or _renamed(source, ".itf.json"))
+            out = export_itf(source, args.output or _renamed(source, ".itf.json"), timeout=args.timeout)
         else:
             recipe, mapping = _recipe(args)
             config = mapping.get("config")
@@ -651,13 +684,15 @@ def main(args: argparse.Namespace) -> int:
                 if not isinstance(config, dict):
                     print("duespec itf: --config must be a JSON object", file=sys.stderr)
                     return EXIT_USAGE
-            out = import_itf(source, args.output or _renamed(source, ".jsonl"),
-                             system=args.system or mapping.get("system"),
-                             profile=args.profile or mapping.get("profile"), config=config, recipe=recipe)
+            with deadline(args.timeout, "the import"):
+                out = import_itf(source, args.output or _renamed(source, ".jsonl"),
+                                 system=args.system or mapping.get("system"),
+                                 profile=args.profile or mapping.get("profile"), config=config,
+                                 recipe=recipe)
     except RecipeError as error:
         print(f"duespec itf: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except TraceError as error:
+    except (TraceError, TargetError) as error:
         print(f"MALFORMED: {error}", file=sys.stderr)
         return EXIT_USAGE
     print(f"wrote {out}")
@@ -706,6 +741,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--hook", default=None, metavar="MODULE:FUNCTION",
                         help="import: a function (module:function or file.py:function) turning the "
                              "spec's variables into duespec's response and state (docs/traces.md)")
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                        help=f"export: seconds the model may take per step; import: seconds for the "
+                             f"whole conversion (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--no-states", action="store_true",
                         help="import: do not import the ITF states as expected observable states")
     parser.set_defaults(run=main)

@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from duespec.targets import resolve as targets
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
+from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.lockstep import describe_divergence, state_diff
 from duespec.systems import System, get_system
-from duespec.targets.interface import Json, Target, TargetFactory, comparable, responses_agree, same_json
+from duespec.limits import LimitExceeded
+from duespec.targets.interface import (Json, Target, TargetError, TargetFactory, comparable,
+                                       responses_agree, same_json)
+from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.traces.format import TraceError, TraceHeader, read_trace
 
 @dataclass
@@ -48,6 +51,8 @@ class ReplayResult:
     step: dict[str, Json] | None = None
     #: The target the trace's header says it was recorded against (a failure trace's).
     recorded_target: Json = None
+    #: Index of the step being replayed (for messages about it).
+    steps_seen: int = 0
 
     @property
     def confirmed(self) -> bool:
@@ -72,29 +77,36 @@ class _Diverged(Exception):
         self.step, self.text = step, text
 
 
-def resolve_target(system: System, spec: str) -> TargetFactory:
+def resolve_target(system: System, spec: str, timeout: float = DEFAULT_TIMEOUT) -> TargetFactory:
     """The factory `spec` names (model, impl, module:factory, stdio:COMMAND), or UsageError."""
     try:
-        return targets.resolve(system, spec)
+        return targets.resolve(system, spec, timeout=timeout, start_timeout=max(timeout, START_TIMEOUT))
     except targets.TargetSpecError as error:
         raise UsageError(str(error)) from None
 
 
-def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None) -> ReplayResult:
-    """Replay one trace file; raise TraceError if it is malformed.
+def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None,
+           timeout: float | None = None) -> ReplayResult:
+    """Replay one trace file; raise TraceError if it is malformed, UsageError if the target
+    is unusable.
 
     `factory` overrides how the target is built (tests pass a deliberately broken one);
-    `target` is then only its name in the report."""
+    `target` is then only its name in the report. `timeout` bounds every call into the
+    target and the model alike (seconds)."""
     header, steps = read_trace(path)
     system = get_system(header.system)
     if header.profile not in system.profiles:
         raise TraceError(str(path), 1, f"header: {header.system} has no profile {header.profile!r}; "
                                        f"known: {', '.join(system.profiles)}")
+    made = factory or resolve_target(system, target, timeout or DEFAULT_TIMEOUT)
     try:
-        subject = (factory or resolve_target(system, target))()
-    except Exception as error:  # a target that cannot even start is unusable, not a crash of duespec
-        raise UsageError(f"target unusable: starting {target} raised {type(error).__name__}: {error}") from None
-    oracle = None if target == "model" and factory is None else system.model()
+        subject = targets.guarded(f"starting {target}", made)
+    except TargetError as error:
+        raise UsageError(f"target unusable: {error}") from None
+    if target == "model" and factory is None:
+        subject, oracle = _Bounded(subject, timeout), None
+    else:
+        oracle = _Bounded(system.model(), timeout)
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
     started = time.perf_counter()
@@ -104,15 +116,55 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     except _Diverged as diverged:
         result.steps = max(diverged.step["i"] + 1, 0)
         result.step, result.divergence = diverged.step, diverged.text
+    except LimitExceeded as error:  # a step the model refuses to start, by a documented limit
+        raise TraceError(str(path), None, f"step {result.steps_seen}: {error}") from None
     finally:
         result.seconds = time.perf_counter() - started
-        try:
-            getattr(subject, "close", lambda: None)()
-        except Exception as error:  # the target's failure, reported like a divergence
-            result.divergence = result.divergence or f"the target's close() raised {type(error).__name__}: {error}"
+        close_failure = _close(subject)
+        if close_failure:  # the target's failure, reported like a divergence
+            result.divergence = result.divergence or close_failure
         if oracle is not None:
             oracle.close()
     return result
+
+
+class _Bounded:
+    """The model under --timeout: a step it cannot finish in time makes the trace too
+    costly to check (LimitExceeded, exit 2), which is no finding about the target.
+    observe() is left unwatched: its cost is bounded by the state the steps built."""
+
+    def __init__(self, model: Target, timeout: float | None) -> None:
+        self.model, self.timeout = model, timeout
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self._within("reset", lambda: self.model.reset(config))
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        return self._within(f"step {op}", lambda: self.model.step(op, args, now))
+
+    def observe(self) -> dict[str, Json]:
+        return self.model.observe()
+
+    def close(self) -> None:
+        self.model.close()
+
+    def _within(self, what: str, call: Callable[[], Json]) -> Json:
+        try:
+            with targets.deadline(self.timeout, f"the model's {what}"):
+                return call()
+        except TargetError as error:
+            raise LimitExceeded(str(error)) from None
+
+
+def _close(subject: Target) -> str | None:
+    """Why the target's close() failed, or None; close() is optional for a Python target."""
+    close = getattr(subject, "close", None)
+    if callable(close):
+        try:
+            close()
+        except TargetError as error:
+            return f"the target's close() failed: {error}"
+    return None
 
 
 def _reset(where: str, header: TraceHeader, subject: Target, oracle: Target | None) -> None:
@@ -125,12 +177,17 @@ def _reset(where: str, header: TraceHeader, subject: Target, oracle: Target | No
         raise TraceError(where, 1, f"header: the model refuses config {json.dumps(header.config)}: "
                                    f"{error}") from None
     if subject is not model:
-        _attempt(lambda: subject.reset(dict(header.config)), None, "the target could not reset")
+        try:
+            subject.reset(dict(header.config))
+        except Exception as error:  # the first reset failing: the target cannot be used at all
+            raise UsageError(f"target unusable: its reset with config {json.dumps(header.config)[:200]} "
+                             f"failed: {error if isinstance(error, TargetError) else _named(error)}") from None
 
 
 def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | None, counts: ReplayResult) -> int:
     taken = 0
     for step in steps:
+        counts.steps_seen = step["i"]
         op, args, now = step["op"], step["args"], step["now"]
         recorded = step.get("result")
         expected = recorded
@@ -173,10 +230,21 @@ def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | Non
 def _attempt(action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
     try:
         return action()
+    except LimitExceeded:
+        raise
+    except TargetError as error:
+        if error.unusable:
+            raise UsageError(f"target unusable: {error}") from None
+        where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
+        raise _Diverged(step or {"i": -1}, f"{where}\n  {error}") from None
     except Exception as error:  # a crash is a finding, reported like a divergence
-        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
+        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
                  f"at now={step['now']}") if step else "before the first step"
         raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
+
+
+def _named(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
 
 
 def _indent(text: str) -> str:
@@ -203,7 +271,7 @@ def main(args: argparse.Namespace) -> int:
     worst = EXIT_HOLDS
     for path in trace_files(args.traces):
         try:
-            result = replay(path, args.target)
+            result = replay(path, args.target, timeout=args.timeout)
         except TraceError as error:
             print(f"MALFORMED: {error}", file=sys.stderr)
             worst = EXIT_USAGE
@@ -226,4 +294,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "trace is confirmed, 1 when one diverges, 2 when one is malformed.")
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file or directory")
     parser.add_argument("--target", default="impl", help=f"{targets.SPEC_HELP} (default: impl)")
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                        help=f"seconds any one call may take, into the target or the model that "
+                             f"checks it, and a Python target's import and factory (default "
+                             f"{DEFAULT_TIMEOUT:g}); a call that takes longer fails the replay")
     parser.set_defaults(run=main)

@@ -1,0 +1,162 @@
+"""Bounded reading: every input duespec parses is refused past a documented size.
+
+A trace or ITF document may come from anywhere (a CI artifact, a foreign tool, an
+attacker), so reading one must never hang, exhaust memory or end in a Python traceback.
+Each limit is checked while reading, before the cost is paid: a line is read at most
+MAX_LINE_BYTES + 1 bytes at a time, an ITF document is refused by its size before it is
+parsed, integers are refused by their digit count before Python converts them (Python
+itself refuses past 4,300 digits with a ValueError), and nesting is measured on the
+parsed value. Special files (FIFOs, devices, directories, a symlink to /dev/zero) are
+refused before a byte is read, since reading one can block forever or never end.
+The figures are stated in README.md ("Limits").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import stat
+from typing import IO, Any
+
+#: Longest line of a JSON Lines trace, newline included.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Largest ITF document (one JSON value, so it is parsed whole).
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+#: Deepest nesting of arrays and objects in one JSON value.
+MAX_DEPTH = 64
+#: Deepest nesting in an ITF document: ITF wraps every map and option, so a value of
+#: MAX_DEPTH levels exports to at most about three times as many.
+MAX_ITF_DEPTH = 4 * MAX_DEPTH
+#: Most digits in one integer (a sign aside): far above any int64 or time the contract has.
+MAX_INT_DIGITS = 100
+#: Most schedule occurrences one step may fire (a catch-up after an outage): two years of
+#: minutely ticks. Past it the model would run for hours; duespec refuses the step instead.
+MAX_CATCH_UP_OCCURRENCES = 1_000_000
+
+
+class LimitExceeded(ValueError):
+    """Input past a documented limit: refused with exit 2, never half processed."""
+
+
+class InputError(ValueError):
+    """An input that cannot be read as JSON within the limits; `line` is 1-based or None."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.line = problem, line
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open `path` for reading in binary, refusing anything but a regular file.
+
+    O_NONBLOCK keeps the open of a FIFO from waiting for a writer; the check is made on
+    the opened descriptor, so a symlink swapped in between cannot slip through."""
+    if "\x00" in os.fspath(path):
+        raise InputError("the path contains a NUL byte, which no file name can hold")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"not a regular file ({_kind_of(mode)}); duespec reads traces only "
+                             f"from regular files")
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def read_line(handle: IO[bytes], line: int) -> bytes:
+    """The next line (b"" at the end), refused once it passes MAX_LINE_BYTES."""
+    text = handle.readline(MAX_LINE_BYTES + 1)
+    if len(text) > MAX_LINE_BYTES:
+        raise InputError(f"line longer than {MAX_LINE_BYTES:,} bytes (the limit on a trace line)", line)
+    return text
+
+
+def read_document(handle: IO[bytes]) -> bytes:
+    """The whole of a single-document file, refused past MAX_DOCUMENT_BYTES unread."""
+    size = os.fstat(handle.fileno()).st_size
+    if size > MAX_DOCUMENT_BYTES:
+        raise InputError(f"{size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit on a document")
+    data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise InputError(f"over the {MAX_DOCUMENT_BYTES:,}-byte limit on a document")
+    return data
+
+
+def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
+    """Strict JSON (no NaN or Infinity) within the number and depth limits, or InputError.
+
+    The limits are checked on the text, before the parser builds anything."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"not UTF-8: byte {error.object[error.start]:#04x} at column "
+                         f"{error.start + 1}", line) from None
+    problem = text_problem(data, max_depth)
+    if problem:
+        raise InputError(problem, line)
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}" if line is None else f"column {error.colno}"
+        raise InputError(f"not JSON: {error.msg} at {where}", line) from None
+    except RecursionError:  # unbalanced text that slipped past the depth count
+        raise InputError(f"not JSON within limits: nested deeper than {max_depth} levels", line) from None
+    except _Refused as refused:
+        raise InputError(str(refused), line) from None
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON")
+
+
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_LONG_NUMBER = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+
+
+def text_problem(data: bytes, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why JSON text `data` is past the number or nesting limits, or None.
+
+    Strings are cut out first (a bracket or digit inside one counts for nothing); then
+    innermost pairs of brackets are removed, one level per pass, all in C."""
+    outside = _STRING.sub(b'""', data)
+    number = _LONG_NUMBER.search(outside)
+    if number:
+        return f"a number of more than {MAX_INT_DIGITS} digits (the limit on numbers)"
+    brackets = outside.translate(None, _BRACKETS)
+    too_deep = f"nested deeper than {max_depth} levels (the limit on JSON nesting)"
+    opened = re.compile(rb"[\[{]{%d}" % (max_depth + 1))
+    for _ in range(max_depth + 1):
+        if opened.search(brackets):
+            return too_deep  # that many consecutive openers: deeper than the limit at once
+        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if not shorter or shorter == brackets:
+            return None  # all closed within the limit, or unbalanced (the parser says where)
+        brackets = shorter
+    return too_deep
+
+
+def check_int_text(digits: str) -> None:
+    """For integers written as strings (ITF's #bigint): the same digit limit."""
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise LimitExceeded(f"an integer of {len(digits.lstrip('-')):,} digits, over the "
+                            f"{MAX_INT_DIGITS}-digit limit")

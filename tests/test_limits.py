@@ -1,0 +1,299 @@
+"""The documented limits, safe output files, the target boundary and the one error path
+(issue 9), one behaviour per test; tests/test_hostile.py drives the same through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duespec import limits, outputs
+from duespec.cli import main as cli
+from duespec.impl.schedules import MAX_CATCH_UP_OCCURRENCES as IMPL_MAX_CATCH_UP
+from duespec.impl.schedules import CatchUpTooLong
+from duespec.limits import MAX_CATCH_UP_OCCURRENCES, InputError, LimitExceeded, parse_json
+from duespec.systems import schedules
+from duespec.systems.schedules import ImplTarget, ModelTarget
+from duespec.targets.interface import TargetError
+from duespec.targets.resolve import WatchedTarget, deadline, guarded
+from duespec.traces.format import TraceError, TraceHeader, read_trace, write_trace
+from duespec.traces.itf import export_itf, import_itf
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW = ROOT / "traces" / "duebook" / "window_edges.jsonl"
+START = 1_767_225_600_000
+MINUTE = 60_000
+
+
+# --- reading --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, problem", [
+    ("1" * 101, "more than 100 digits"),
+    ("[" + "9" * 4301 + "]", "more than 100 digits"),
+    ("[" * 65 + "]" * 65, "nested deeper than 64"),
+    ('{"a":' * 65 + "1" + "}" * 65, "nested deeper than 64"),
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64"),
+    ("[NaN]", "NaN is not JSON"),
+    ("[Infinity]", "Infinity is not JSON"),
+    ("[1,", "not JSON"),
+])
+def test_json_past_a_limit_is_refused_by_name(text: str, problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        parse_json(text.encode())
+
+
+def test_json_at_the_limits_is_read() -> None:
+    assert parse_json(("[" * 64 + "]" * 64).encode()) is not None
+    assert parse_json(("9" * 100).encode()) == int("9" * 100)
+    assert parse_json(b'["[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["]')
+
+
+def test_a_line_past_the_limit_is_refused_without_reading_on(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "long.jsonl"
+    path.write_text(WINDOW.read_text().splitlines()[0] + "\n" + "[" + "1," * 5000 + "1]\n")
+    _, steps = read_trace(path)
+    with pytest.raises(TraceError, match=r":2: line longer than 1,000 bytes"):
+        next(steps)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_special_files_are_refused_before_reading(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(TraceError, match="not a regular file \\(a FIFO\\)"):
+        read_trace(fifo)  # would block forever in open() if not refused
+    with pytest.raises(TraceError, match="character device"):
+        read_trace("/dev/zero")
+    with pytest.raises(TraceError, match="a directory"):
+        read_trace(tmp_path)
+
+
+def test_an_itf_document_past_the_size_limit_is_refused_unread(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_BYTES", 100)
+    path = tmp_path / "t.itf.json"
+    path.write_text(json.dumps({"states": [{"now": {"#bigint": "1"}}] * 20}))
+    with pytest.raises(TraceError, match="over the 100-byte limit"):
+        import_itf(path, tmp_path / "t.jsonl", system="duebook")
+
+
+def test_a_huge_bigint_is_refused_not_converted(tmp_path: Path) -> None:
+    export_itf(WINDOW, tmp_path / "w.itf.json")
+    document = json.loads((tmp_path / "w.itf.json").read_text())
+    document["states"][1]["now"] = {"#bigint": "7" * 5000}
+    (tmp_path / "w.itf.json").write_text(json.dumps(document))
+    with pytest.raises(TraceError, match="5,000 digits, over the 100-digit limit"):
+        import_itf(tmp_path / "w.itf.json", tmp_path / "w.jsonl")
+
+
+# --- writing --------------------------------------------------------------------------------
+
+def test_output_paths_are_refused_before_any_work(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    link = tmp_path / "link.xml"
+    link.symlink_to(a_file)
+    for path, problem in ((tmp_path, "not a regular file"), (link, "symbolic link"),
+                          ("/dev/full", "not a regular file"), (a_file / "under.xml", "[Nn]ot a directory"),
+                          ("x" * 300, "longer than"), ("a\x00b", "NUL byte")):
+        with pytest.raises(outputs.OutputError, match=problem):
+            outputs.check_output(path)
+    with pytest.raises(outputs.OutputError, match="is the input"):
+        outputs.check_output(a_file, inputs=[a_file])
+    assert a_file.read_text() == "x" and link.resolve() == a_file
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_partial(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with outputs.AtomicFile(target) as out:
+            out.write("new, half")
+            raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    outputs.write_text(target, "new")
+    assert target.read_text() == "new"
+
+
+def test_a_symlink_swapped_in_before_the_rename_is_not_replaced(tmp_path: Path) -> None:
+    target, victim = tmp_path / "out.txt", tmp_path / "victim"
+    victim.write_text("precious")
+    out = outputs.AtomicFile(target)
+    out.write("data")
+    target.symlink_to(victim)
+    with pytest.raises(outputs.OutputError, match="symbolic link"):
+        out.commit()
+    assert victim.read_text() == "precious" and not list(tmp_path.glob("*.partial"))
+
+
+def test_stale_partials_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    stale = tmp_path / f"t.jsonl.{dead}.partial"
+    stale.write_text("half a trace")
+    other = tmp_path / f"other.jsonl.{dead}.partial"
+    other.write_text("someone else's")
+    write_trace(tmp_path / "t.jsonl", read_trace(WINDOW)[0], [])
+    assert not stale.exists() and other.exists()
+
+
+def test_itf_import_never_writes_over_its_input(tmp_path: Path) -> None:
+    source = tmp_path / "run.jsonl"
+    source.write_bytes(WINDOW.read_bytes())
+    assert cli(["itf", "import", str(source)]) == 2  # the default output is the input itself
+    assert source.read_bytes() == WINDOW.read_bytes()
+
+
+@pytest.mark.parametrize("seed", ["3", 1.5, True, [1]])
+def test_itf_import_validates_the_recorded_seed(tmp_path: Path, seed: Any) -> None:
+    export_itf(WINDOW, tmp_path / "w.itf.json")
+    document = json.loads((tmp_path / "w.itf.json").read_text())
+    document["#meta"]["duespec"]["seed"] = seed
+    (tmp_path / "w.itf.json").write_text(json.dumps(document))
+    with pytest.raises(TraceError, match='"seed" must be an integer or null'):
+        import_itf(tmp_path / "w.itf.json", tmp_path / "w.jsonl")
+    assert not (tmp_path / "w.jsonl").exists()
+
+
+def test_the_writer_refuses_what_the_reader_would(tmp_path: Path) -> None:
+    header = read_trace(WINDOW)[0]
+    deep: Any = 1
+    for _ in range(70):
+        deep = [deep]
+    with pytest.raises(TraceError, match="nested deeper than 64"):
+        write_trace(tmp_path / "t.jsonl", header, [{"i": 0, "op": "get", "args": {"id": deep}, "now": 0}])
+    with pytest.raises(TraceError, match="more than 100 digits"):
+        write_trace(tmp_path / "t.jsonl", header, [{"i": 0, "op": "get", "args": {"id": 10**200}, "now": 0}])
+    assert not list(tmp_path.iterdir())
+
+
+# --- catch-up ------------------------------------------------------------------------------
+
+def _minutely(target: Any) -> None:
+    target.reset({"profile": "lean", "retry_timeout": 5000})
+    target.step("schedule.create", {"id": "m", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+                                    "promiseTimeout": MINUTE, "promiseParam": {"headers": {}, "data": None},
+                                    "promiseTags": {}}, START)
+
+
+@pytest.mark.parametrize("op, args", [("tick", {}), ("schedule.timeout", {"id": "m"})])
+def test_a_catch_up_past_the_bound_is_refused_and_changes_nothing(op: str, args: dict[str, Any]) -> None:
+    year_9999 = 253_402_300_799_999
+    for target, refusal in ((ModelTarget(), LimitExceeded), (ImplTarget(), CatchUpTooLong)):
+        _minutely(target)
+        before = target.observe()
+        started = time.process_time()
+        with pytest.raises(refusal, match="1,000,000"):
+            target.step(op, args, year_9999)
+        assert time.process_time() - started < 5
+        assert target.observe() == before
+
+
+def test_the_bound_is_one_number_and_the_machine_stays_below_it() -> None:
+    assert IMPL_MAX_CATCH_UP == MAX_CATCH_UP_OCCURRENCES
+    assert schedules.MAX_OWED_PER_JUMP < MAX_CATCH_UP_OCCURRENCES
+    # A year of minutely ticks (the bench's outage) is well inside it.
+    assert 525_600 < MAX_CATCH_UP_OCCURRENCES
+
+
+def test_replay_of_a_catch_up_bomb_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    header = {"duespec_trace": 1, "system": "schedules", "profile": "lean",
+              "config": {"profile": "lean", "retry_timeout": 5000}, "seed": None, "producer": "t",
+              "created": "2026-01-01T00:00:00+00:00"}
+    create = {"i": 0, "op": "schedule.create", "args": {
+        "id": "m", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}", "promiseTimeout": 1,
+        "promiseParam": {"headers": {}, "data": None}, "promiseTags": {}}, "now": START}
+    tick = {"i": 1, "op": "tick", "args": {}, "now": START + 10 * 365 * 86_400_000}
+    path = tmp_path / "bomb.jsonl"
+    path.write_text("\n".join(map(json.dumps, (header, create, tick))) + "\n")
+    assert cli(["replay", str(path), "--target", "impl"]) == 2
+    assert "more than 1,000,000 schedule occurrences" in capsys.readouterr().err
+
+
+# --- the target boundary and the error path --------------------------------------------------
+
+@pytest.mark.parametrize("escape, words", [
+    (SystemExit(0), "the target exited (SystemExit 0)"),
+    (KeyboardInterrupt(), "the target raised KeyboardInterrupt"),
+    (RuntimeError("boom"), "the target raised RuntimeError: boom"),
+])
+def test_anything_target_code_raises_becomes_a_target_error(escape: BaseException, words: str) -> None:
+    def target_code() -> None:
+        raise escape
+
+    with pytest.raises(TargetError) as caught:
+        guarded("step x", target_code)
+    assert words in str(caught.value) and caught.value.exc_type == type(escape).__name__
+    assert any("target_code" in frame for frame in caught.value.frames)
+
+
+def test_close_is_optional_and_answers_must_be_json_objects() -> None:
+    class NoClose:
+        def reset(self, config: Any) -> None: ...
+        def step(self, op: str, args: Any, now: int) -> Any: return {"ok": {1, 2}}
+        def observe(self) -> Any: return [1]
+
+    target = WatchedTarget(NoClose(), 5)  # type: ignore[arg-type]
+    target.close()
+    with pytest.raises(TargetError, match="holding a set") as step:
+        target.step("x", {}, 0)
+    with pytest.raises(TargetError, match="returned list, not a JSON object") as observed:
+        target.observe()
+    assert step.value.unusable and observed.value.unusable
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+def test_a_deadline_inside_another_keeps_the_outer_one() -> None:
+    class Outer(BaseException):
+        pass
+
+    def outer_fired(signum: int, frame: object) -> None:
+        raise Outer()
+
+    previous = signal.signal(signal.SIGALRM, outer_fired)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(TargetError, match="did not return within 0.1s"):
+            with deadline(0.1, "inner"):
+                time.sleep(2)
+        with pytest.raises(Outer):  # the outer deadline still fires, on time
+            time.sleep(2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_internal_error_is_one_paragraph_and_debug_shows_the_traceback(
+        monkeypatch: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from duespec.traces import replay
+
+    def broken(args: Any) -> int:
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(replay, "main", broken)
+    assert cli(["replay", str(WINDOW)]) == 2
+    err = capsys.readouterr().err
+    assert "internal error: ZeroDivisionError: planted" in err and "--debug" in err and "Traceback" not in err
+    with pytest.raises(ZeroDivisionError):
+        cli(["--debug", "replay", str(WINDOW)])
+    with pytest.raises(ZeroDivisionError):
+        cli(["replay", str(WINDOW), "--debug"])
+
+
+def test_timeouts_are_checked_before_any_work(capsys: pytest.CaptureFixture[str]) -> None:
+    for value in ("nan", "inf", "0", "-1", "1e9"):
+        with pytest.raises(SystemExit) as stop:
+            cli(["replay", str(WINDOW), "--timeout", value])
+        assert stop.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_a_target_header_that_is_not_json_safe_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="header"):
+        write_trace(tmp_path / "t.jsonl", TraceHeader("duebook", "seed", {"max_open": 1}, seed="x"), [])  # type: ignore[arg-type]
+    assert not list(tmp_path.iterdir())
