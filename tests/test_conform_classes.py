@@ -214,9 +214,12 @@ def test_replay_reports_a_target_that_cannot_start_or_close_without_a_traceback(
                      '{"max_open": 3}, "seed": null, "producer": "test", "created": "now"}\n'
                      '{"i": 0, "op": "get", "args": {"id": 1}, "now": 0, "result": {"error": "not_found"}}\n')
     assert main(["replay", str(trace), "--target", f"{PLANTED}:CannotStart"]) == 2
-    assert "target unusable: starting" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "target unusable:" in err and "RuntimeError: cannot connect to the database" in err
+    assert "Traceback" not in err
     assert main(["replay", str(trace), "--target", f"{PLANTED}:CloseRaises"]) == 1
-    assert "the target's close() raised OSError: close failed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "the target's close() failed" in out and "OSError: close failed" in out
 
 
 def test_failure_traces_never_collide_and_replay_warns_on_another_target(
@@ -251,7 +254,9 @@ def test_a_program_in_another_language_with_two_declared_differences(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     example = ROOT / "examples" / "node-duebook"
     target = f"stdio:node {example / 'differs.js'}"
-    code = conform(tmp_path, target, "--declared", str(example / "declared.toml"))
+    # More runs than BUDGET: the closed-window bug needs a claim at the window edge, and which
+    # runs a seed draws depends on the modules loaded beside it (Hypothesis mines constants).
+    code = conform(tmp_path, target, "--declared", str(example / "declared.toml"), "--examples", "150")
     out = capsys.readouterr().out
     assert code == 1, out
     statuses = {}

@@ -131,6 +131,12 @@ def exception_details(error: BaseException) -> tuple[str, str, list[str], str]:
     """Type name, message, innermost frames and raise site (type and innermost frame) of
     what a target raised; a TargetError that wraps a Python exception (the in-process
     boundary) is described by what it wraps."""
+    if isinstance(error, TargetError) and error.exc_type:  # what the in-process boundary caught
+        site = error.exc_type
+        if error.frames:
+            where, _, _ = error.frames[-1].rpartition(" in ")
+            site += f" at {os.path.basename(where)}"
+        return error.exc_type, error.exc_message, list(error.frames), site
     inner = error.__cause__ if isinstance(error, TargetError) and error.__cause__ is not None else error
     # A TargetError of duespec's own (a program that died, a deadline) has no frames worth showing.
     own = isinstance(inner, TargetError)

@@ -429,5 +429,5 @@ SYSTEM = System(
     state_keys=("promises", "tasks", "schedules", "promiseTimeouts", "taskTimeouts",
                 "scheduleTimeouts", "outbox"),
     required_tags=REQUIRED_TAGS,
-    optional_args={"schedule.search": ("limit", "cursor")},
+    optional_args={"schedule.search": ("tags", "limit", "cursor")},
 )

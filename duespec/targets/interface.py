@@ -44,9 +44,9 @@ class TargetError(Exception):
     An exception from a Python target's own code carries its type and last frames."""
 
     def __init__(self, message: str, *, unusable: bool = False, exc_type: str | None = None,
-                 frames: tuple[str, ...] = ()) -> None:
+                 exc_message: str = "", frames: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        self.unusable, self.exc_type, self.frames = unusable, exc_type, frames
+        self.unusable, self.exc_type, self.exc_message, self.frames = unusable, exc_type, exc_message, frames
 
 
 def same_json(a: Json, b: Json) -> bool:

@@ -180,15 +180,16 @@ def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T
         raise
     except BaseException as error:  # SystemExit(0) from a target must never end duespec with 0
         if isinstance(error, SystemExit):
-            problem = f"{what}: the target exited (SystemExit {error.code!r})"
+            text = f"SystemExit {error.code!r}"
+            problem = f"{what}: the target exited ({text})"
         else:
-            text = str(error)
-            problem = f"{what}: the target raised {type(error).__name__}" + (f": {text[:500]}" if text else "")
+            text = str(error)[:500]
+            problem = f"{what}: the target raised {type(error).__name__}" + (f": {text}" if text else "")
         theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
                   if frame.filename != __file__ and "importlib" not in frame.filename]
         frames = tuple(f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in theirs[-SHOWN_FRAMES:])
         raise TargetError(problem + "".join(f"\n    at {frame}" for frame in frames),
-                          exc_type=type(error).__name__, frames=frames) from None
+                          exc_type=type(error).__name__, exc_message=text, frames=frames) from None
 
 
 def _json_object(what: str, value: Any, *, deep: bool = True) -> dict[str, Json]:
