@@ -30,6 +30,7 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import FrozenInstanceError
 from itertools import chain, compress
@@ -194,29 +195,33 @@ class _SortedRuns:
         self._firsts.insert(r, run[0][0])
         self._memos.insert(r, None)
 
-    def insert(self, row: tuple[int, ...]) -> None:
-        key = row[0]
+    def insert(self, key: int, id: int, extra: int | None = None) -> None:
+        """Add the row (key, id) or (key, id, extra); `id` is larger than any before."""
         runs = self._runs
         if not runs:
-            self._add_run(0, [array("q", (value,)) for value in row])
+            self._add_run(0, _new_run(key, id, extra))
             return
-        r = bisect_right(self._firsts, key) - 1
-        if r < 0:
-            r = 0
+        r = len(runs) - 1
+        if key < self._firsts[r]:
+            r = max(bisect_right(self._firsts, key) - 1, 0)
         run = runs[r]
         keys = run[0]
         if key >= keys[-1]:
             if len(keys) >= _RUN_MAX and r == len(runs) - 1:
                 # The end of the index: start a run rather than split a full one, so a
                 # Book filled in key order keeps its runs full.
-                self._add_run(r + 1, [array("q", (value,)) for value in row])
+                self._add_run(r + 1, _new_run(key, id, extra))
                 return
-            for column, value in zip(run, row):
-                column.append(value)
+            keys.append(key)
+            run[1].append(id)
+            if extra is not None:
+                run[2].append(extra)
         else:
             at = bisect_right(keys, key)
-            for column, value in zip(run, row):
-                column.insert(at, value)
+            keys.insert(at, key)
+            run[1].insert(at, id)
+            if extra is not None:
+                run[2].insert(at, extra)
             if at == 0:
                 self._firsts[r] = key
         self._memos[r] = None
@@ -226,16 +231,6 @@ class _SortedRuns:
             for column in run:
                 del column[half:]
             self._add_run(r + 1, tail)
-
-    def runs_up_to(self, key: int) -> Iterator[tuple[int, list[array[int]], int]]:
-        """Each run (index, columns) holding rows with column 0 <= key, with how many do."""
-        for r, run in enumerate(self._runs):
-            end = bisect_right(run[0], key)
-            if end == 0:
-                return
-            yield r, run, end
-            if end < len(run[0]):
-                return
 
     def memo(self, r: int, summarize: Callable[[list[array[int]]], int]) -> int:
         """summarize(run r), computed at most once between changes to that run."""
@@ -272,6 +267,13 @@ class _SortedRuns:
         return _SortedRuns.from_sorted([
             array("q", compress(chain.from_iterable(run[c] for run in runs), live))
             for c in range(width)])
+
+
+def _new_run(key: int, id: int, extra: int | None) -> list[array[int]]:
+    run = [array("q", (key,)), array("q", (id,))]
+    if extra is not None:
+        run.append(array("q", (extra,)))
+    return run
 
 
 def _latest_expiry(expiries: array[int]) -> int:
@@ -381,9 +383,9 @@ class Book:
         self._put(id, owner, due_at, expires_at)
         if self._reach > _MAX_REACH and len(self._ids) < 8 * (open + 1):
             self._rehash(2 * len(self._ids), placing=1)
-        self._by_due.insert((due_at, id, expires_at))
+        self._by_due.insert(due_at, id, expires_at)
         if expires_at:
-            self._by_expiry.insert((expires_at, id))
+            self._by_expiry.insert(expires_at, id)
         self._open = open + 1
         self._next_id = id + 1
         return _value(Deferral, (id, owner, due_at, expires_at))
@@ -406,7 +408,18 @@ class Book:
         if expires_at and now >= expires_at:
             # Stays open: only expire or cancel may consume it now (D-10).
             raise Expired(f"deferral {id} expired at {expires_at}, now is {now}")
-        return self._consume(b, id, due_at, expires_at)
+        # Consume (D-02): gone for good; the index rows stay until a query walks over
+        # them or the indexes are rebuilt (D-06).
+        owner = self._owners[b]
+        self._ids[b] = 0
+        self._owners[b] = None
+        open = self._open - 1
+        self._open = open
+        stale = self._stale + 1
+        self._stale = stale
+        if stale > open + _COMPACT_FLOOR or not open:
+            self._compact()
+        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
 
     def cancel(self, id: int, caller: str) -> Deferral:
         """D-12: the owner withdraws an open deferral, at any time."""
@@ -419,10 +432,21 @@ class Book:
             b = self._probe(id)
             if b < 0:
                 raise _not_found(id)
+        if self._owners[b] != caller:
+            raise NotOwner(f"deferral {id} belongs to {self._owners[b]!r}, not {caller!r}")
+        due_at, expires_at = self._due[b], self._expires[b]
+        # Consume (D-02): gone for good; the index rows stay until a query walks over
+        # them or the indexes are rebuilt (D-06).
         owner = self._owners[b]
-        if owner != caller:
-            raise NotOwner(f"deferral {id} belongs to {owner!r}, not {caller!r}")
-        return self._consume(b, id, self._due[b], self._expires[b])
+        self._ids[b] = 0
+        self._owners[b] = None
+        open = self._open - 1
+        self._open = open
+        stale = self._stale + 1
+        self._stale = stale
+        if stale > open + _COMPACT_FLOOR or not open:
+            self._compact()
+        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
 
     def expire(self, id: int, now: int) -> Deferral:
         """D-13: anyone may clear a deferral whose window has closed."""
@@ -440,7 +464,19 @@ class Book:
             raise NotExpired(f"deferral {id} never expires (ttl 0)")
         if now < expires_at:
             raise NotExpired(f"deferral {id} expires at {expires_at}, now is {now}")
-        return self._consume(b, id, self._due[b], expires_at)
+        due_at = self._due[b]
+        # Consume (D-02): gone for good; the index rows stay until a query walks over
+        # them or the indexes are rebuilt (D-06).
+        owner = self._owners[b]
+        self._ids[b] = 0
+        self._owners[b] = None
+        open = self._open - 1
+        self._open = open
+        stale = self._stale + 1
+        self._stale = stale
+        if stale > open + _COMPACT_FLOOR or not open:
+            self._compact()
+        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
 
     def get(self, id: int) -> Deferral:
         """D-14: one open deferral, read only."""
@@ -458,23 +494,30 @@ class Book:
 
         A run whose every row has expired is skipped on its memoized latest expiry, so
         only runs that yield something are walked in Python."""
-        now = _time("now", now)
-        limit = _time("limit", limit)
+        if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX
+                and 0 <= limit <= INT64_MAX):
+            _time("now", now)
+            _time("limit", limit)
         found: list[Deferral] = []
         if limit == 0:
             return found
         ids, owners, mask = self._ids, self._owners, self._mask
+        index = self._by_due
         stale: list[tuple[int, list[int]]] = []
-        for r, run, end in self._by_due.runs_up_to(now):
-            if end == len(run[0]):
+        for r, run in enumerate(index._runs):
+            dues = run[0]
+            end = bisect_right(dues, now)
+            if end == 0:
+                break
+            if end == len(dues):
                 expiries = run[2]
-                if self._by_due.memo(r, _run_latest_expiry) <= now:
+                if index.memo(r, _run_latest_expiry) <= now:
                     continue
             else:
                 expiries = run[2][:end]
                 if _latest_expiry(expiries) <= now:
-                    continue
-            dues, row_ids = run[0], run[1]
+                    break
+            row_ids = run[1]
             gone: list[int] = []
             for at in range(end):
                 expires_at = expiries[at]
@@ -491,23 +534,30 @@ class Book:
                         break
             if gone:
                 stale.append((r, gone))
-            if len(found) == limit:
+            if len(found) == limit or end < len(dues):
                 break
         if stale:
-            self._by_due.drop_rows(stale)
+            index.drop_rows(stale)
         return found
 
     def expirable(self, now: int, limit: int) -> list[Deferral]:
         """D-24: up to `limit` deferrals an expire at `now` would accept, by (expires_at, id)."""
-        now = _time("now", now)
-        limit = _time("limit", limit)
+        if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX
+                and 0 <= limit <= INT64_MAX):
+            _time("now", now)
+            _time("limit", limit)
         found: list[Deferral] = []
         if limit == 0:
             return found
         ids, owners, due, mask = self._ids, self._owners, self._due, self._mask
+        index = self._by_expiry
         stale: list[tuple[int, list[int]]] = []
-        for r, run, end in self._by_expiry.runs_up_to(now):
-            expiries, row_ids = run[0], run[1]
+        for r, run in enumerate(index._runs):
+            expiries = run[0]
+            end = bisect_right(expiries, now)
+            if end == 0:
+                break
+            row_ids = run[1]
             gone: list[int] = []
             for at in range(end):
                 id = row_ids[at]
@@ -522,10 +572,10 @@ class Book:
                     break
             if gone:
                 stale.append((r, gone))
-            if len(found) == limit:
+            if len(found) == limit or end < len(expiries):
                 break
         if stale:
-            self._by_expiry.drop_rows(stale)
+            index.drop_rows(stale)
         return found
 
     # -- persistence (D-25) --
@@ -675,21 +725,6 @@ class Book:
     def _deferral_at(self, slot: int) -> Deferral:
         return _value(Deferral, (self._ids[slot], self._owners[slot], self._due[slot], self._expires[slot]))  # type: ignore[arg-type]
 
-    def _consume(self, slot: int, id: int, due_at: int, expires_at: int) -> Deferral:
-        """The one removal (D-02): gone for good, no tombstone beyond compaction (D-06).
-
-        The index rows stay until a query walks over them or the indexes are rebuilt."""
-        owner = self._owners[slot]
-        self._ids[slot] = 0
-        self._owners[slot] = None  # let go of the name
-        open = self._open - 1
-        self._open = open
-        stale = self._stale + 1
-        self._stale = stale
-        if stale > open + _COMPACT_FLOOR or not open:
-            self._compact()
-        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
-
     def _compact(self) -> None:
         """Drop every stale index row and fit the table to the open count (D-06)."""
         if self._open:
@@ -704,20 +739,42 @@ class Book:
             self._rehash(_capacity_for(self._open))
 
     def _rehash(self, capacity: int, placing: int = 0) -> None:
-        slots = self._slots_by_id()
+        live = list(compress(range(len(self._ids)), self._ids))
         self._rehash_rows(max(capacity, _capacity_for(self._open + placing)),
-                          array("q", map(self._ids.__getitem__, slots)),
-                          [self._owners[slot] for slot in slots],  # type: ignore[misc]
-                          array("q", map(self._due.__getitem__, slots)),
-                          array("q", map(self._expires.__getitem__, slots)))
+                          array("q", map(self._ids.__getitem__, live)),
+                          [self._owners[slot] for slot in live],  # type: ignore[misc]
+                          array("q", map(self._due.__getitem__, live)),
+                          array("q", map(self._expires.__getitem__, live)))
 
     def _rehash_rows(self, capacity: int, ids: array[int], owners: list[str],
                      due: array[int], expires: array[int]) -> None:
-        """A fresh table of `capacity` buckets holding these rows, in id order."""
+        """A fresh table of `capacity` buckets holding these rows."""
         self._allocate(capacity)
-        put = self._put
-        for row in zip(ids, owners, due, expires):
-            put(*row)
+        mask = self._mask
+        homes = list(map(mask.__and__, ids))
+        if len(set(homes)) == len(homes):
+            # Every deferral in its home bucket (the usual case: ids are consecutive-ish
+            # and fewer than the buckets): scatter each column in C.
+            for column, values in ((self._ids, ids), (self._owners, owners),
+                                   (self._due, due), (self._expires, expires)):
+                deque(map(column.__setitem__, homes, values), maxlen=0)
+            return
+        table, table_owners, table_due, table_expires = self._ids, self._owners, self._due, self._expires
+        reach = 0
+        for id, owner, due_at, expires_at in zip(ids, owners, due, expires):
+            b = id & mask
+            if table[b]:
+                distance = 0
+                while table[b]:
+                    distance += 1
+                    b = (b + 1) & mask
+                if distance > reach:
+                    reach = distance
+            table[b] = id
+            table_owners[b] = owner
+            table_due[b] = due_at
+            table_expires[b] = expires_at
+        self._reach = reach
 
 
 def _capacity_for(count: int) -> int:
