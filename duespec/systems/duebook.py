@@ -119,6 +119,8 @@ def edit_like_a_caller(value: Any) -> None:
     from the model's. A frozen value refuses the edit, which is the correct answer."""
     deferrals = value if isinstance(value, list) else [value]
     for deferral in deferrals:
+        if type(deferral) is impl.Deferral:
+            continue  # a tuple with read-only fields and no __dict__: no edit can land
         for field, edit in CALLER_EDITS:
             try:
                 setattr(deferral, field, edit(getattr(deferral, field)))
@@ -461,6 +463,33 @@ class DuebookMachine(LockstepMachine):
                                          f"  before: {before}\n  after:  {after}")
 
 
+class ImpliedState:
+    """The observable state a duebook run's responses imply (D-26): a successful schedule
+    returns the whole new deferral and takes the next id (D-03, D-04), a successful claim,
+    cancel or expire returns the one it removed (D-02), anything else changes nothing
+    (D-17). So a trace that records every result also pins down every state, and replay
+    can check a target's state without running the model."""
+
+    def __init__(self, config: dict[str, Json]) -> None:
+        self.max_open = max_open_of(config)
+        self.next_id = 1
+        self.open: dict[int, Json] = {}
+
+    def apply(self, op: str, args: dict[str, Json], response: dict[str, Json]) -> None:
+        deferral = response.get("ok")
+        if not isinstance(deferral, dict) or type(deferral.get("id")) is not int:
+            return
+        if op == "schedule":
+            self.open[deferral["id"]] = deferral
+            self.next_id = deferral["id"] + 1
+        elif op in ("claim", "cancel", "expire"):
+            self.open.pop(deferral["id"], None)
+
+    def state(self) -> dict[str, Json]:
+        return {"max_open": self.max_open, "next_id": self.next_id,
+                "open": [self.open[id] for id in sorted(self.open)]}
+
+
 #: The model's branches reachable from a valid config: D-01.invalid is only reachable by
 #: a bad config, which reset() refuses before any campaign starts.
 REQUIRED_TAGS = model.OPERATION_TAGS - {"D-01.invalid"}
@@ -476,4 +505,5 @@ SYSTEM = System(
     operations=OPERATIONS,
     state_keys=("max_open", "next_id", "open"),
     required_tags=REQUIRED_TAGS,
+    implied_state=ImpliedState,
 )
