@@ -180,13 +180,14 @@ def run_sections(names: Sequence[str], quick: bool, out: Callable[[str], None]) 
 
 def main(args: argparse.Namespace) -> int:
     names = [name for name in SECTIONS if not args.only or any(part in name for part in args.only)]
+    text = sys.stderr if args.json == "-" else sys.stdout  # keep stdout for the JSON then
     started = time.perf_counter()
-    figures = run_sections(names, args.quick, lambda line: print(line, flush=True))
+    figures = run_sections(names, args.quick, lambda line: print(line, file=text, flush=True))
     judged = [f for f in figures if f.goal is not None]
     failed = [f for f in judged if not f.passed]
     print(f"{len(judged) - len(failed)} of {len(judged)} goals met"
           f"{': FAIL ' + '; '.join(f.what for f in failed) if failed else ''} "
-          f"({time.perf_counter() - started:,.0f} s wall)")
+          f"({time.perf_counter() - started:,.0f} s wall)", file=text)
     if args.json:
         document = {"quick": args.quick, "figures": [f.as_json() for f in figures]}
         if args.json == "-":

@@ -114,41 +114,40 @@ def run_model(op: str, books: list[model.Book], calls: list[tuple[Any, ...]]) ->
     return len(books) * len(calls)
 
 
+READ_ONLY = ("get", "claimable", "expirable")
+
+
 def operation_figures(size: int, quick: bool) -> list[Figure]:
-    """impl/model time per op at `size`: small books are built afresh (untimed) for every
-    timed batch (they hold `size` to 1.5 x `size` open); the million-deferral pair is
-    built once and each batch works on deferrals no earlier batch touched, so it stays
-    within 2% of its size."""
-    calls_per_sample = 20_000 if quick else 100_000
+    """impl/model time per op at `size`. Read-only ops run on one book per side. Ops that
+    change the book run on books built afresh (untimed) for each timed batch, holding
+    `size` to 1.5 x `size` open; at a million the pair is built once and each batch works
+    on deferrals no earlier batch touched, so it stays within 2% of its size. Each sample
+    takes as many calls as the model answers in about `seconds` (the model's listings
+    sort the whole book)."""
     repeats = 5 if quick else 7
-    if size >= 100_000:
-        batch = 2_000
-        fixtures = [Books(size, batch * repeats, seed=size)]
-    else:
-        batch = max(1, size // 2)
-        fixtures = [Books(size, batch, seed=size)]
-    copies = max(1, calls_per_sample // batch) if size < 100_000 else 1
-    persistent: dict[str, Any] = {}
-    if size >= 100_000:
-        persistent["impl"], persistent["model"] = fixtures[0].impl_book(), fixtures[0].model_book()
+    seconds = 0.05 if quick else 0.2
+    large = size >= 100_000
+    batch = 2_000 if large else max(1, size // 2)
+    fixture = Books(size, batch * repeats if large else batch, seed=size)
+    shared = {"impl": fixture.impl_book(), "model": fixture.model_book()}
     figures = []
     for op in ARITY:
+        per_call = _model_seconds_per_call(op, shared["model"], fixture) if op in READ_ONLY else 2e-6
+        wanted = max(1, min(20_000, int(seconds / per_call)))
         served = {"impl": 0, "model": 0}
 
         def side(name: str, run: Callable[..., int]) -> Callable[[], Sample]:
             def measure() -> Sample:
-                fixture = fixtures[0]
-                if size >= 100_000:
-                    books = [persistent[name]]
-                    calls = fixture.calls[op]
-                    if op in ("get", "claimable", "expirable"):
-                        calls = calls[:batch]
-                    else:
-                        calls = calls[served[name] * batch:(served[name] + 1) * batch]
+                calls = fixture.calls[op]
+                if op in READ_ONLY:
+                    books = [shared[name]]
+                    calls = (calls * (wanted // len(calls) + 1))[:wanted]
+                elif large:
+                    books = [shared[name]]
+                    calls = calls[served[name] * batch:(served[name] + 1) * batch]
                 else:
                     build = fixture.impl_book if name == "impl" else fixture.model_book
-                    books = [build() for _ in range(copies)]
-                    calls = fixture.calls[op]
+                    books = [build() for _ in range(max(1, wanted // batch))]
                 served[name] += 1
                 gc.collect()
                 return timed(lambda: run(op, books, calls))
@@ -158,9 +157,13 @@ def operation_figures(size: int, quick: bool) -> list[Figure]:
         figures.append(ratio_figure(
             SECTION, f"{op} at {size:,} open: impl / model time", impl_samples, model_samples,
             goal=Goal("<=", 0.5), baseline="the same calls on the reference model",
-            note=f"{impl_samples[0].count:,} calls a sample on books of {size:,}-{size + fixtures[0].batch:,}"
-                 if op == "get" else ""))
+            note=f"{impl_samples[0].count:,} calls a sample"))
     return figures
+
+
+def _model_seconds_per_call(op: str, book: model.Book, fixture: Books) -> float:
+    sample = timed(lambda: run_model(op, [book], fixture.calls[op][:3]))
+    return max(sample.cpu / sample.count, 1e-7)
 
 
 class ImplOnlyDuebook(DuebookMachine):

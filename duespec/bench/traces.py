@@ -139,14 +139,14 @@ def reading(path: Path) -> Callable[[], Sample]:
 
 
 def replay_figures(directory: Path, quick: bool) -> list[Figure]:
-    steps = 100_000
     repeats = 5
-    paths = {size: write_mixed_duebook(directory / f"mixed_{size}.jsonl", steps, size)
+    lengths = {size: 100_000 if size == 100 or not quick else 40_000 for size in OPEN_SIZES}
+    paths = {size: write_mixed_duebook(directory / f"mixed_{size}.jsonl", lengths[size], size)
              for size in OPEN_SIZES}
     sides = [replaying(paths[size]) for size in OPEN_SIZES] + [reading(paths[100])]
     samples = alternate(sides, repeats)
     by_size = dict(zip(OPEN_SIZES, samples))
-    found = [rate_figure(SECTION, f"replay {steps:,}-step mixed duebook trace, ~{size:,} open, impl",
+    found = [rate_figure(SECTION, f"replay {lengths[size]:,}-step mixed duebook trace, ~{size:,} open, impl",
                          by_size[size], "steps/s", goal=Goal(">=", 100_000) if size == 100 else None,
                          note="every response compared; the state at checkpoints and at the end"
                          if size == 100 else "")
@@ -157,8 +157,8 @@ def replay_figures(directory: Path, quick: bool) -> list[Figure]:
     found.append(rate_figure(SECTION, "reading and validating the same trace, no replay", samples[-1],
                              "steps/s", note="the floor under any replay: JSON parsing and the format's checks"))
     watched = targets.resolve(get_system("duebook"), "impl")
-    unwatched, deadline = alternate([replaying(paths[100]),
-                                     replaying(paths[100], "impl (watched)", factory=watched)], repeats)
+    unwatched, deadline = alternate([replaying(paths[1]),
+                                     replaying(paths[1], "impl (watched)", factory=watched)], repeats)
     found.append(ratio_figure(SECTION, "replay time per step, watched by a deadline / unwatched", deadline,
                               unwatched, baseline="impl without the per-call SIGALRM deadline",
                               note="what `replay --target impl` saves by running its own code unwatched"))
