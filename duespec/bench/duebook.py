@@ -54,7 +54,8 @@ class Books:
         # Each consuming op gets deferrals of its own, so batches on a shared book never
         # meet a deferral another op consumed.
         expired = [id for id in ids if self.rows[id - 1][2]][:batch]
-        rest = [id for id in ids if id not in set(expired)]
+        taken = set(expired)
+        rest = [id for id in ids if id not in taken]
         claimed, cancelled = rest[:batch], rest[batch:2 * batch] or rest[:batch]
         self.calls: dict[str, list[tuple[Any, ...]]] = {
             "get": [(rng.choice(ids),) for _ in range(batch)],
