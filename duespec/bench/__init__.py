@@ -170,8 +170,10 @@ def ratio_figure(section: str, what: str, a: list[Sample], b: list[Sample], *,
 def run_sections(names: Sequence[str], quick: bool, out: Callable[[str], None]) -> list[Figure]:
     found: list[Figure] = []
     for name in names:
+        started = time.perf_counter(), time.process_time()
         figures = importlib.import_module(name).figures(quick)
-        out(f"[{figures[0].section if figures else name}]")
+        out(f"[{figures[0].section if figures else name}] ({time.perf_counter() - started[0]:,.0f} s wall, "
+            f"{time.process_time() - started[1]:,.0f} s CPU)")
         for figure in figures:
             out(figure.render())
         found.extend(figures)
