@@ -167,11 +167,19 @@ def ratio_figure(section: str, what: str, a: list[Sample], b: list[Sample], *,
                   statistics.median(walls), len(ratios), goal, baseline, note)
 
 
-def run_sections(names: Sequence[str], quick: bool, out: Callable[[str], None]) -> list[Figure]:
+def run_sections(names: Sequence[str], quick: bool, out: Callable[[str], None],
+                 broken: list[str] | None = None) -> list[Figure]:
+    """Every section's figures; a section that raises is named in `broken` and skipped."""
     found: list[Figure] = []
     for name in names:
         started = time.perf_counter(), time.process_time()
-        figures = importlib.import_module(name).figures(quick)
+        try:
+            figures = importlib.import_module(name).figures(quick)
+        except Exception as error:  # one broken section must not hide the others' figures
+            out(f"[{name}] could not be measured: {type(error).__name__}: {str(error).splitlines()[0]}")
+            if broken is not None:
+                broken.append(name)
+            continue
         out(f"[{figures[0].section if figures else name}] ({time.perf_counter() - started[0]:,.0f} s wall, "
             f"{time.process_time() - started[1]:,.0f} s CPU)")
         for figure in figures:
@@ -184,21 +192,23 @@ def main(args: argparse.Namespace) -> int:
     names = [name for name in SECTIONS if not args.only or any(part in name for part in args.only)]
     text = sys.stderr if args.json == "-" else sys.stdout  # keep stdout for the JSON then
     started = time.perf_counter()
-    figures = run_sections(names, args.quick, lambda line: print(line, file=text, flush=True))
+    broken: list[str] = []
+    figures = run_sections(names, args.quick, lambda line: print(line, file=text, flush=True), broken)
     judged = [f for f in figures if f.goal is not None]
     failed = [f for f in judged if not f.passed]
     print(f"{len(judged) - len(failed)} of {len(judged)} goals met"
           f"{': FAIL ' + '; '.join(f.what for f in failed) if failed else ''} "
-          f"({time.perf_counter() - started:,.0f} s wall)", file=text)
+          f"({time.perf_counter() - started:,.0f} s wall)"
+          f"{'; not measured: ' + ', '.join(broken) if broken else ''}", file=text)
     if args.json:
-        document = {"quick": args.quick, "figures": [f.as_json() for f in figures]}
+        document = {"quick": args.quick, "figures": [f.as_json() for f in figures], "not_measured": broken}
         if args.json == "-":
             json.dump(document, sys.stdout, indent=1)
             print()
         else:
             with open(args.json, "w", encoding="utf-8") as handle:
                 json.dump(document, handle, indent=1)
-    return 0
+    return 1 if broken else 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -206,7 +216,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "bench", help="measure speed and memory, each figure beside its goal",
         description="Print every figure as the median CPU-time figure of alternated repeats "
                     "(min-max and wall time beside it) with its goal and PASS/FAIL. Exit 0 "
-                    "whatever the figures: a busy machine must not fail a build.")
+                    "whatever the figures (a busy machine must not fail a build), 1 when a "
+                    "section could not be measured at all.")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under 2 minutes)")
     parser.add_argument("--only", nargs="*", default=[], metavar="PART",
                         help="only sections whose module name contains one of these")

@@ -18,7 +18,7 @@ from duespec.systems.duebook import SYSTEM
 from duespec.targets.interface import Target, TargetFactory
 
 SECTION = "conform (stdio protocol)"
-NODE_DUEBOOK = Path(__file__).resolve().parents[1] / "examples" / "node-duebook" / "duebook.js"
+NODE_DUEBOOK = Path(__file__).resolve().parents[2] / "examples" / "node-duebook" / "duebook.js"
 
 
 def campaign_steps(target: TargetFactory, examples: int) -> int:
