@@ -54,3 +54,26 @@ def test_a_float_counter_is_caught_by_the_campaign() -> None:
     result = run_campaign(get_system("duebook"), FloatCounter, examples=20)
     assert not result.ok
     assert "next_id" in (result.failure or "")
+
+
+class ReversedListing(FloatCounter):
+    """Lists open deferrals newest first. As oracle and target both, the states agree, so
+    only the spec's own invariant `open_listed_by_id` can notice."""
+
+    def observe(self) -> dict[str, Any]:
+        state = self.inner.observe()
+        return {**state, "open": state["open"][::-1]}
+
+
+def test_machines_register_one_invariant_and_a_failure_names_its_property() -> None:
+    import inspect
+
+    from hypothesis.stateful import INVARIANT_MARKER
+
+    for name in ("duebook", "schedules"):
+        machine = get_system(name).machine
+        registered = [n for n, f in inspect.getmembers(machine) if hasattr(f, INVARIANT_MARKER)]
+        assert registered == ["invariants_hold"], (name, registered)
+    result = run_campaign(get_system("duebook"), ReversedListing, oracle=ReversedListing, examples=50)
+    assert not result.ok
+    assert (result.failure_summary or "").startswith("AssertionError: open_listed_by_id broken"), result.failure

@@ -97,10 +97,22 @@ def test_first_response_divergence_names_step_op_args_now_and_both_answers() -> 
 
 
 def test_state_divergence_is_reported_after_the_step_that_caused_it() -> None:
-    result = replay(WINDOW, "forgetful", factory=ForgetsOpenEntries)
+    result = replay(WINDOW, "forgetful", factory=ForgetsOpenEntries, state_every=1)
     assert not result.confirmed and result.step is not None and result.step["i"] == 0
     assert "state differs after the step" in result.report()
     assert "$.open" in result.report()
+
+
+def test_a_state_that_differs_at_a_checkpoint_is_traced_back_to_its_first_step(tmp_path: Path) -> None:
+    """By default states are compared at checkpoints (here only the end, step 3); a
+    difference there is narrowed down by a second pass to the step that caused it."""
+    header, steps = read_trace(WINDOW)
+    trace = write_trace(tmp_path / "open_at_the_end.jsonl", header, list(steps)[:4])
+    result = replay(trace, "forgetful", factory=ForgetsOpenEntries)
+    assert not result.confirmed and result.step is not None and result.step["i"] == 0, result.report()
+    assert "state differs after the step" in result.report()
+    assert result.states_compared == 0 and result.responses_compared >= 4
+    assert replay(trace, "impl").states_compared == 1
 
 
 def test_a_crashing_target_is_a_finding_not_a_traceback() -> None:

@@ -9,18 +9,16 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
-from typing import Callable
 
-from duespec.bench import Figure, rate
+from duespec.bench import Figure, alternate, ratio_figure, timed
 from duespec.campaigns.run import run_campaign
 from duespec.targets.stdio import StdioTargetFactory
 from duespec.systems.duebook import SYSTEM
 from duespec.targets.interface import Target, TargetFactory
 
 SECTION = "conform (stdio protocol)"
-NODE_DUEBOOK = Path(__file__).resolve().parents[1] / "examples" / "node-duebook" / "duebook.js"
+NODE_DUEBOOK = Path(__file__).resolve().parents[2] / "examples" / "node-duebook" / "duebook.js"
 
 
 def campaign_steps(target: TargetFactory, examples: int) -> int:
@@ -28,19 +26,6 @@ def campaign_steps(target: TargetFactory, examples: int) -> int:
     if not result.ok:
         raise RuntimeError(f"bench campaign failed, figures would be meaningless:\n{result.failure_summary}")
     return result.steps
-
-
-def interleaved_rates(first: Callable[[], int], second: Callable[[], int],
-                      rounds: int) -> tuple[float, float]:
-    """Steps/s of each, timed in alternation so that load from anything else running on the
-    machine falls on both sides alike."""
-    done, spent = [0, 0], [0.0, 0.0]
-    for _ in range(rounds):
-        for side, action in enumerate((first, second)):
-            started = time.perf_counter()
-            done[side] += action()
-            spent[side] += time.perf_counter() - started
-    return done[0] / spent[0], done[1] / spent[1]
 
 
 def bare_steps(target: Target, rounds: int = 50) -> int:
@@ -59,22 +44,23 @@ def figures(quick: bool) -> list[Figure]:
     if node is None:
         raise RuntimeError("node is required for the stdio figures (examples/node-duebook)")
     stdio = StdioTargetFactory([node, str(NODE_DUEBOOK)], "duebook")
-    examples, rounds, seconds = (20, 1, 0.5) if quick else (100, 3, 2.0)
+    examples, rounds = (10, 40) if quick else (100, 200)
     try:
-        campaign_stdio, campaign_impl = interleaved_rates(
-            lambda: campaign_steps(stdio, examples), lambda: campaign_steps(SYSTEM.impl, examples),
-            rounds)
+        campaign_stdio, campaign_impl = alternate([
+            lambda: timed(lambda: campaign_steps(stdio, examples)),
+            lambda: timed(lambda: campaign_steps(SYSTEM.impl, examples))])
         target = stdio()
-        bare_stdio = rate(lambda: bare_steps(target), seconds)
-        bare_impl = rate(lambda: bare_steps(SYSTEM.impl()), seconds)
+        bare_stdio, bare_impl = alternate([lambda: timed(lambda: bare_steps(target, rounds)),
+                                           lambda: timed(lambda: bare_steps(SYSTEM.impl(), rounds))])
     finally:
         stdio.close()
     return [
-        Figure(SECTION, "campaign steps/s, node duebook over stdio", campaign_stdio, "steps/s",
-               "same campaign, duespec impl in-process", campaign_impl,
-               note=f"seed 0, {examples} runs x 50 steps, {rounds} rounds timed in alternation; "
-                    "each step also runs the model, an observe on both sides and every invariant"),
-        Figure(SECTION, "bare steps/s, node duebook over stdio", bare_stdio, "steps/s",
-               "bare steps/s, duespec impl in-process", bare_impl,
-               note="the Target interface alone: one JSON line each way per step"),
+        ratio_figure(SECTION, "campaign steps/s, node duebook over stdio / impl in-process",
+                     campaign_stdio, campaign_impl, per="rate",
+                     baseline="the same campaign against duespec's impl in-process",
+                     note=f"seed 0, {examples} runs x 50 steps; CPU time of this process only: "
+                          "node's own CPU is not in it, so the wall figure is the honest one here"),
+        ratio_figure(SECTION, "bare steps/s, node duebook over stdio / impl in-process", bare_stdio,
+                     bare_impl, per="rate", baseline="the Target interface alone, impl in-process",
+                     note="one JSON line each way per step"),
     ]

@@ -1,234 +1,214 @@
-"""duebook figures, each against a baseline measured in the same run.
+"""duebook figures, each beside its goal.
 
-1. The implementation against the reference model on one mixed workload (same calls).
-2. The lockstep machine's differential steps/s against a bare Hypothesis state machine
-   over a dict with as many rules: what the harness itself costs per step.
-3. Bytes per open deferral in the implementation against the model's dict of frozen
-   dataclasses, measured with tracemalloc."""
+1. Every operation of the implementation against the same calls on the reference model,
+   at 10, 1,000 and 1,000,000 open deferrals: impl time / model time, goal <= 0.5.
+2. What the harness costs: campaign steps/s (implementation against the model, every
+   response and state compared, every spec invariant checked) against a machine with the
+   same rules driving the implementation alone. Goal >= 0.8.
+3. Bytes per open deferral in the implementation at 1,000,000 (tracemalloc), beside the
+   model's dict of frozen dataclasses. Goal <= 193 (the implementation's figure before
+   it was rebuilt for speed was 79)."""
 
 from __future__ import annotations
 
 import gc
 import random
-import time
 import tracemalloc
 from typing import Any, Callable
 
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import run_state_machine_as_test
 
-from duespec.bench import Figure, rate
+from duespec.bench import Figure, Goal, Sample, alternate, ratio_figure, timed
+from duespec.campaigns.lockstep import lockstep
 from duespec.campaigns.run import run_campaign
 from duespec.impl import duebook as impl
 from duespec.model import duebook as model
-from duespec.spec import duebook_invariants as spec
-from duespec.systems.duebook import SYSTEM, ImplTarget
+from duespec.systems.duebook import SYSTEM, DuebookMachine, ImplTarget
 
 SECTION = "duebook"
 OWNERS = tuple(f"g1owner{n:03d}" for n in range(50))
+SIZES = (10, 1_000, 1_000_000)
+T0 = 1_000_000
+#: Every deferral is due by T_CLAIM and none has expired; every expiring one has by T_LATE.
+T_CLAIM, T_LATE = T0 + 200, T0 + 20_000
+TTLS = (0, 10_000, 10_000, 10_000)
 
-Call = tuple[str, tuple[Any, ...]]
+#: op -> how many arguments it takes after the book.
+ARITY = {"get": 1, "claim": 2, "cancel": 2, "expire": 2, "claimable": 2, "expirable": 2, "schedule": 4}
 
 
-def mixed_workload(length: int, open_target: int, seed: int = 0) -> list[Call]:
-    """`open_target` schedules to fill the Book, then `length` calls a busy realm makes:
-    schedules, claims and cancels of open ids, expiries, lookups and keeper queries, with
-    the clock moving forward and about `open_target` deferrals staying open (schedules
-    are likelier below it, consumption above it).
+class Books:
+    """Identical books of `size + batch` open deferrals on both sides, and for each op the
+    calls one timed batch makes on each book: `batch` of them, each consuming op on its
+    own deferrals, so a batch leaves about `size` open."""
 
-    Ids are chosen from the model's open set while generating, so both sides replay calls
-    that mostly name open deferrals rather than a stream of not_found."""
-    rng = random.Random(seed)
-    book, _ = model.new_book(2 * open_target)
-    assert book is not None
-    now = 1_000
-    calls: list[Call] = []
-    for _ in range(open_target):
-        args = (rng.choice(OWNERS), rng.randrange(50), rng.choice((0, 100, 1_000)), now)
-        calls.append(("schedule", args))
-        model.schedule(book, *args)
-    length += open_target
-    while len(calls) < length:
-        now += rng.randrange(3)
-        open_ids = list(book.open)
-        schedule_share = 0.6 if len(open_ids) < open_target else 0.3
-        roll = rng.random()
-        if roll < schedule_share or not open_ids:
-            args = (rng.choice(OWNERS), rng.randrange(50), rng.choice((0, 100, 1_000)), now)
-            call = ("schedule", args)
-            model.schedule(book, *args)
+    def __init__(self, size: int, batch: int, seed: int = 0) -> None:
+        rng = random.Random(seed)
+        self.size, self.batch = size, batch
+        self.rows = [(rng.choice(OWNERS), rng.randrange(100), TTLS[n % len(TTLS)], T0)
+                     for n in range(size + batch)]
+        ids = list(range(1, size + batch + 1))
+        rng.shuffle(ids)
+        # Each consuming op gets deferrals of its own, so batches on a shared book never
+        # meet a deferral another op consumed.
+        expired = [id for id in ids if self.rows[id - 1][2]][:batch]
+        taken = set(expired)
+        rest = [id for id in ids if id not in taken]
+        claimed, cancelled = rest[:batch], rest[batch:2 * batch] or rest[:batch]
+        self.calls: dict[str, list[tuple[Any, ...]]] = {
+            "get": [(rng.choice(ids),) for _ in range(batch)],
+            "claim": [(id, T_CLAIM) for id in claimed],
+            "cancel": [(id, self.rows[id - 1][0]) for id in cancelled],
+            "expire": [(id, T_LATE) for id in expired],
+            "claimable": [(T_CLAIM, 10)] * batch,
+            "expirable": [(T_LATE, 10)] * batch,
+            "schedule": [(rng.choice(OWNERS), rng.randrange(100), TTLS[n % len(TTLS)], T0 + 1)
+                         for n in range(batch)],
+        }
+
+    def impl_book(self) -> impl.Book:
+        book = impl.Book(10 * (self.size + self.batch))
+        schedule = book.schedule
+        for row in self.rows:
+            schedule(*row)
+        return book
+
+    def model_book(self) -> model.Book:
+        book, _ = model.new_book(10 * (self.size + self.batch))
+        assert book is not None
+        for row in self.rows:
+            model.schedule(book, *row)
+        return book
+
+
+def run_impl(op: str, books: list[impl.Book], calls: list[tuple[Any, ...]]) -> int:
+    arity = ARITY[op]
+    for book in books:
+        call = getattr(book, op)
+        if arity == 1:
+            for a, in calls:
+                call(a)
+        elif arity == 2:
+            for a, b in calls:
+                call(a, b)
         else:
-            roll = rng.random()
-            if roll < 0.35:
-                call = ("claim", (rng.choice(open_ids), now))
-                model.claim(book, *call[1])
-            elif roll < 0.5:
-                id = rng.choice(open_ids)
-                caller = book.open[id].owner if rng.random() < 0.8 else rng.choice(OWNERS)
-                call = ("cancel", (id, caller))
-                model.cancel(book, id, caller)
-            elif roll < 0.65:
-                call = ("expire", (rng.choice(open_ids), now))
-                model.expire(book, *call[1])
-            elif roll < 0.9:
-                call = ("get", (rng.choice(open_ids),))
-            elif roll < 0.95:
-                call = ("claimable", (now, 10))
-            else:
-                call = ("expirable", (now, 10))
-        calls.append(call)
-    return calls
+            for a, b, c, d in calls:
+                call(a, b, c, d)
+    return len(books) * len(calls)
 
 
-def model_replay(calls: list[Call], max_open: int) -> Callable[[], int]:
-    functions: dict[str, Callable[..., Any]] = {
-        "schedule": model.schedule, "claim": model.claim, "cancel": model.cancel,
-        "expire": model.expire, "get": model.get, "claimable": model.claimable,
-        "expirable": model.expirable,
-    }
-    bound = [(functions[op], args) for op, args in calls]
-
-    def run() -> int:
-        book, _ = model.new_book(max_open)
-        for function, args in bound:
-            function(book, *args)
-        return len(bound)
-    return run
-
-
-def impl_replay(calls: list[Call], max_open: int) -> Callable[[], int]:
-    def run() -> int:
-        book = impl.Book(max_open)
-        for op, args in calls:
-            try:
-                getattr(book, op)(*args)
-            except impl.DuebookError:
-                pass
-        return len(calls)
-    return run
+def run_model(op: str, books: list[model.Book], calls: list[tuple[Any, ...]]) -> int:
+    arity = ARITY[op]
+    call = getattr(model, op)
+    for book in books:
+        if arity == 1:
+            for a, in calls:
+                call(book, a)
+        elif arity == 2:
+            for a, b in calls:
+                call(book, a, b)
+        else:
+            for a, b, c, d in calls:
+                call(book, a, b, c, d)
+    return len(books) * len(calls)
 
 
-def workload_figure(open_target: int, quick: bool) -> Figure:
-    calls = mixed_workload(5_000 if quick else 50_000, open_target)
-    seconds = 0.3 if quick else 1.0
-    impl_rate = rate(impl_replay(calls, 2 * open_target), seconds)
-    model_rate = rate(model_replay(calls, 2 * open_target), seconds)
-    return Figure(SECTION, f"impl, mixed workload, ~{open_target:,} open ({len(calls):,} calls)",
-                  impl_rate, "ops/s", "reference model, same calls", model_rate,
-                  note=f"{open_target:,} schedules fill the Book; then, around that size, schedules "
-                       "and claim 35% / cancel 15% / expire 15% / get 25% / claimable, expirable "
-                       "(limit 10) 10%")
+READ_ONLY = ("get", "claimable", "expirable")
 
 
-class BareDictMachine(RuleBasedStateMachine):
-    """Shaped like the duebook machine (an initialize rule, nine rules that each count as a
-    step, four clock rules that do not), each touching a plain dict once: what Hypothesis
-    itself costs per step, rule selection, drawing and bookkeeping."""
+def operation_figures(size: int, quick: bool) -> list[Figure]:
+    """impl/model time per op at `size`. Read-only ops run on one book per side. Ops that
+    change the book run on books built afresh (untimed) for each timed batch, holding
+    `size` to 1.5 x `size` open; at a million the pair is built once and each batch works
+    on deferrals no earlier batch touched, so it stays within 2% of its size. Each sample
+    takes as many calls as the model answers in about `seconds` (the model's listings
+    sort the whole book)."""
+    repeats = 5 if quick else 7
+    seconds = 0.05 if quick else 0.2
+    large = size >= 100_000
+    batch = 2_000 if large else max(1, size // 2)
+    fixture = Books(size, batch * repeats if large else batch, seed=size)
+    shared = {"impl": fixture.impl_book(), "model": fixture.model_book()}
+    figures = []
+    for op in ARITY:
+        per_call = _model_seconds_per_call(op, shared["model"], fixture) if op in READ_ONLY else 2e-6
+        wanted = max(1, min(20_000, int(seconds / per_call)))
+        served = {"impl": 0, "model": 0}
 
-    keys = Bundle("keys")
-    taken = 0
+        def side(name: str, run: Callable[..., int]) -> Callable[[], Sample]:
+            def measure() -> Sample:
+                calls = fixture.calls[op]
+                if op in READ_ONLY:
+                    books = [shared[name]]
+                    calls = (calls * (wanted // len(calls) + 1))[:wanted]
+                elif large:
+                    books = [shared[name]]
+                    calls = calls[served[name] * batch:(served[name] + 1) * batch]
+                else:
+                    build = fixture.impl_book if name == "impl" else fixture.model_book
+                    books = [build() for _ in range(max(1, wanted // batch))]
+                served[name] += 1
+                gc.collect()
+                return timed(lambda: run(op, books, calls))
+            return measure
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.store: dict[int, int] = {}
-        self.next_key = 1
-        self.now = 0
-        self.listed: list[int] = []
-
-    def count(self) -> None:
-        type(self).taken += 1
-
-    @initialize(target=keys, value=st.integers(0, 4))
-    def first_put(self, value: int) -> int:
-        return self.put(value)
-
-    @rule(target=keys, value=st.integers(0, 4))
-    def put(self, value: int) -> int:
-        self.count()
-        key, self.next_key = self.next_key, self.next_key + 1
-        self.store[key] = value
-        return key
-
-    @rule(key=keys)
-    def pop(self, key: int) -> None:
-        self.count()
-        self.store.pop(key, None)
-
-    @rule(key=keys, who=st.sampled_from(("alice", "bob")))
-    def pop_if(self, key: int, who: str) -> None:
-        self.count()
-        if who == "alice":
-            self.store.pop(key, None)
-
-    @rule(key=keys)
-    def drop(self, key: int) -> None:
-        self.count()
-        self.store.pop(key, None)
-
-    @rule(key=keys)
-    def read(self, key: int) -> None:
-        self.count()
-        self.store.get(key)
-
-    @rule(limit=st.integers(0, 5))
-    def first(self, limit: int) -> None:
-        self.count()
-        self.listed = sorted(self.store)[:limit]
-
-    @rule(limit=st.integers(0, 5))
-    def last(self, limit: int) -> None:
-        self.count()
-        self.listed = sorted(self.store)[-limit:]
-
-    @rule(limit=st.integers(0, 5))
-    def first_after_the_last_key(self, limit: int) -> None:
-        self.now = self.next_key
-        self.first(limit)
-
-    @rule(limit=st.integers(0, 5))
-    def last_after_the_first_key(self, limit: int) -> None:
-        self.now = min(self.store, default=0)
-        self.last(limit)
-
-    @rule(ticks=st.integers(0, 5))
-    def tick(self, ticks: int) -> None:
-        self.now += ticks
-
-    @rule(key=keys, edge=st.sampled_from((-1, 0)))
-    def jump(self, key: int, edge: int) -> None:
-        self.now = key + edge
-
-    @rule(to=st.sampled_from((0, 1)))
-    def reset_clock(self, to: int) -> None:
-        self.now = to
-
-    @rule(to=st.sampled_from((-1, 2)))
-    def misread(self, to: int) -> None:
-        self.now = to
+        impl_samples, model_samples = alternate([side("impl", run_impl), side("model", run_model)], repeats)
+        figures.append(ratio_figure(
+            SECTION, f"{op} at {size:,} open: impl / model time", impl_samples, model_samples,
+            goal=Goal("<=", 0.5), baseline="the same calls on the reference model",
+            note=f"{impl_samples[0].count:,} calls a sample"))
+    return figures
 
 
-def bare_steps_per_second(examples: int, steps: int) -> float:
-    BareDictMachine.taken = 0
-    run_settings = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                            database=None, suppress_health_check=list(HealthCheck),
-                            phases=[Phase.generate])
-    started = time.perf_counter()
-    run_state_machine_as_test(BareDictMachine, settings=run_settings)
-    return BareDictMachine.taken / (time.perf_counter() - started)
+def _model_seconds_per_call(op: str, book: model.Book, fixture: Books) -> float:
+    sample = timed(lambda: run_model(op, [book], fixture.calls[op][:3]))
+    return max(sample.cpu / sample.count, 1e-7)
+
+
+class ImplOnlyDuebook(DuebookMachine):
+    """The duebook machine's own rules driving the implementation alone: no model, no
+    comparison, no invariants; what a campaign costs beyond this is the harness."""
+
+    def act(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        now = self.now if self.misread is None else self.misread
+        self.misread = None
+        response = self.target.step(op, args, now)
+        type(self).total_steps += 1
+        self.state = self.target.observe()
+        return response
+
+    def invariants_hold(self) -> None:  # type: ignore[override]
+        """Not registered: this machine checks nothing."""
+
+
+def impl_only_steps(examples: int, seed: int) -> int:
+    machine = lockstep(ImplOnlyDuebook, ImplTarget, ImplTarget, SYSTEM.config("seed"))
+    hypothesis_seed(seed)(machine)
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=examples, stateful_step_count=50, deadline=None, database=None,
+        suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate, Phase.shrink]))
+    return machine.total_steps
+
+
+def campaign_steps(examples: int, seed: int) -> int:
+    result = run_campaign(SYSTEM, ImplTarget, examples=examples, step_count=50, seed=seed)
+    if not result.ok:
+        raise RuntimeError(f"the benchmark campaign diverged:\n{result.failure}")
+    return result.steps
 
 
 def harness_figure(quick: bool) -> Figure:
-    examples = 50 if quick else 200
-    result = run_campaign(SYSTEM, ImplTarget, examples=examples, step_count=50)
-    if not result.ok:
-        raise RuntimeError(f"the benchmark campaign diverged:\n{result.failure}")
-    lockstep_rate = result.steps / result.seconds
-    bare_rate = bare_steps_per_second(examples, 50)
-    return Figure(SECTION, f"lockstep impl vs model ({examples} examples x 50 steps)",
-                  lockstep_rate, "steps/s", "bare Hypothesis machine over a dict", bare_rate,
-                  note="each lockstep step: both sides, response and whole-state comparison, "
-                       f"{len(spec.STATE_INVARIANTS) + len(spec.TRANSITION_INVARIANTS)} spec invariants")
+    examples = 20 if quick else 100
+    campaign, bare = alternate([lambda: timed(lambda: campaign_steps(examples, 1)),
+                                lambda: timed(lambda: impl_only_steps(examples, 1))],
+                               5 if quick else 7)
+    return ratio_figure(SECTION, "campaign steps/s / impl-only machine steps/s", campaign, bare,
+                        per="rate", goal=Goal(">=", 0.8),
+                        baseline="the same rules and seed driving the implementation alone",
+                        note=f"{examples} runs x 50 steps; the campaign also runs the model, "
+                             "compares every response and state, checks every spec invariant")
 
 
 def traced_bytes(fill: Callable[[], Any]) -> int:
@@ -247,7 +227,7 @@ def traced_bytes(fill: Callable[[], Any]) -> int:
 
 
 def memory_figure(quick: bool) -> Figure:
-    count = 100_000 if quick else 1_000_000
+    count = 125_000 if quick else 1_000_000
     now = 1_700_000_000
 
     def fill_impl() -> Any:
@@ -264,11 +244,18 @@ def memory_figure(quick: bool) -> Figure:
 
     impl_bytes = traced_bytes(fill_impl) / count
     model_bytes = traced_bytes(fill_model) / count
-    return Figure(SECTION, f"impl bytes per open deferral ({count:,} open)", impl_bytes,
-                  "bytes", "model's dict of frozen dataclasses", model_bytes,
-                  note="tracemalloc, whole Book after filling; owners drawn from 50 shared strings")
+    size_note = ("; quick: 125,000 open, where the table is as full as at 1,000,000"
+                 if quick else "")
+    return Figure.single(SECTION, f"impl bytes per open deferral ({count:,} open)", impl_bytes, "bytes",
+                         goal=Goal("<=", 193), baseline=f"the model: {model_bytes:,.0f} bytes",
+                         note="tracemalloc, whole Book after filling; owners drawn from 50 shared "
+                              f"strings{size_note}")
 
 
 def figures(quick: bool) -> list[Figure]:
-    return [workload_figure(100, quick), workload_figure(10_000, quick),
-            harness_figure(quick), memory_figure(quick)]
+    found = []
+    for size in SIZES:
+        found.extend(operation_figures(size, quick))
+    found.append(harness_figure(quick))
+    found.append(memory_figure(quick))
+    return found

@@ -1,79 +1,70 @@
-"""Catch-up and tick throughput of the production schedules server, for `duespec bench`.
+"""What durability costs the production schedules server: catch-up and tick on a SQLite
+file (WAL) against the same work in memory, alternated.
 
-The question is whether a long outage is survivable: one year of minutely ticks is
-525,600 promise.create calls in one handler. Each figure is set beside the naive way of
-doing the same work measured in the same run: one promise.create (or promise.timeout)
-handler call per occurrence. Run alone: `python -m duespec.bench.schedules_store [--quick]`.
-"""
+A year of minutely ticks (30 days in quick mode) is caught up by one schedule.timeout,
+then one tick times all its promises out. The in-memory catch-up is set against the
+reference model in the schedules section; here the question is what the file adds.
+Run alone: `python -m duespec.bench.schedules_store [--quick]`."""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
-import time
+from typing import Callable
 
-from duespec.bench import Figure
+from duespec.bench import Figure, Sample, alternate, ratio_figure, timed
 from duespec.impl.schedules import ScheduleServer
 
-SECTION = "schedules impl: catch-up after an outage"
+SECTION = "schedules impl: catch-up after an outage, on a file"
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 MIN = 60_000
 TARGET = {"resonate:target": "poll://any@workers"}
 EMPTY = {"headers": {}, "data": None}
 
 
-def outage(server: ScheduleServer, minutes: int) -> tuple[float, float, float]:
-    """Seconds to catch up `minutes` minutely ticks (and the CPU seconds of that), then
-    seconds to time all their promises out."""
-    server.handle("schedule.create", {
-        "id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}", "promiseTimeout": 30_000,
-        "promiseParam": EMPTY, "promiseTags": TARGET}, T0)
-    end = T0 + minutes * MIN
-    started, cpu_started = time.perf_counter(), time.process_time()
-    server.handle("schedule.timeout", {"id": "s"}, end)
-    caught_up, cpu = time.perf_counter(), time.process_time() - cpu_started
-    fired = server.handle("tick", {}, end + MIN - 1)["fired"]
-    settled = time.perf_counter()
-    assert len(fired) == minutes, f"{len(fired)} promise timeouts for {minutes} occurrences"
-    return caught_up - started, cpu, settled - caught_up
+def outage(path: Callable[[], str], minutes: int, part: str) -> Callable[[], Sample]:
+    """Catch up `minutes` minutely ticks, then time them all out; time `part` of it."""
+    def measure() -> Sample:
+        server = ScheduleServer(path())
+        try:
+            server.handle("schedule.create", {
+                "id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+                "promiseTimeout": 30_000, "promiseParam": EMPTY, "promiseTags": TARGET}, T0)
+            end = T0 + minutes * MIN
 
+            def catch_up() -> int:
+                server.handle("schedule.timeout", {"id": "s"}, end)
+                return minutes
 
-def one_at_a_time(server: ScheduleServer, count: int) -> tuple[float, float]:
-    """Seconds for the same work as `count` separate promise.create and promise.timeout calls."""
-    started = time.perf_counter()
-    for k in range(1, count + 1):
-        cron_time = T0 + k * MIN
-        server.handle("promise.create", {"id": f"s.{cron_time}", "timeoutAt": cron_time + 30_000,
-                                         "param": EMPTY, "tags": TARGET}, cron_time)
-    created = time.perf_counter()
-    for k in range(1, count + 1):
-        server.handle("promise.timeout", {"id": f"s.{T0 + k * MIN}"}, T0 + (count + 1) * MIN)
-    return created - started, time.perf_counter() - created
+            def tick() -> int:
+                fired = server.handle("tick", {}, end + MIN - 1)["fired"]
+                assert len(fired) == minutes, f"{len(fired)} promise timeouts for {minutes} occurrences"
+                return minutes
+            caught = timed(catch_up)
+            ticked = timed(tick)
+            return caught if part == "catch-up" else ticked
+        finally:
+            server.close()
+    return measure
 
 
 def figures(quick: bool) -> list[Figure]:
     minutes = 30 * 1440 if quick else 365 * 1440
     result: list[Figure] = []
     with tempfile.TemporaryDirectory() as folder:
-        # On a file each one-at-a-time call waits for its own fsync: fewer of them suffice.
-        stores = (("in memory", ":memory:", 2_000 if quick else 20_000),
-                  ("file, WAL", os.path.join(folder, "s.db"), 200 if quick else 2_000))
-        for where, path, naive_count in stores:
-            server = ScheduleServer(path)
-            catch_up_s, catch_up_cpu_s, tick_s = outage(server, minutes)
-            server.close()
-            naive = ScheduleServer(path if path == ":memory:" else os.path.join(folder, "naive.db"))
-            create_s, timeout_s = one_at_a_time(naive, naive_count)
-            naive.close()
-            result.append(Figure(
-                SECTION, f"catch-up, {minutes:,} minutely ticks, targeted ({where})", minutes / catch_up_s,
-                "occurrences/s", "one promise.create call per occurrence", naive_count / create_s,
-                note=f"catch-up took {catch_up_s:.2f} s ({catch_up_cpu_s:.2f} s CPU)"))
-            result.append(Figure(
-                SECTION, f"tick timing out {minutes:,} promises ({where})", minutes / tick_s,
-                "firings/s", "one promise.timeout call per promise", naive_count / timeout_s,
-                note=f"tick took {tick_s:.2f} s"))
+        counter = iter(range(1_000_000))
+
+        def fresh_file() -> str:
+            return os.path.join(folder, f"s{next(counter)}.db")
+
+        for part in ("catch-up", "tick"):
+            on_file, in_memory = alternate([outage(fresh_file, minutes, part),
+                                            outage(lambda: ":memory:", minutes, part)])
+            result.append(ratio_figure(
+                SECTION, f"{part}, {minutes:,} minutely ticks: file (WAL) / in-memory time", on_file,
+                in_memory, baseline="the same server in memory",
+                note="catch-up: one schedule.timeout owing every tick; tick: timing every promise out"))
     return result
 
 

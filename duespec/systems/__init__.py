@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from duespec.campaigns.lockstep import LockstepMachine
 from duespec.targets.interface import TargetFactory
@@ -33,6 +33,19 @@ class System:
     required_tags: frozenset[str] = field(default_factory=frozenset)
     #: Arguments an op may leave out (docs/operations.md marks them `?`).
     optional_args: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: config -> a tracker of the observable state that a run's responses imply, when
+    #: every state change shows in some response (replay then needs no model to know
+    #: the state a trace with recorded results must leave).
+    implied_state: Callable[[dict[str, Any]], ImpliedState] | None = None
+
+
+
+class ImpliedState(Protocol):
+    def apply(self, op: str, args: dict[str, Any], response: dict[str, Any]) -> None:
+        """Take in one step and the response the spec gives it."""
+
+    def state(self) -> dict[str, Any]:
+        """The observable state the responses so far imply, in observe()'s canonical form."""
 
 
 def get_system(name: str) -> System:

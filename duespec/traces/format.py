@@ -26,6 +26,7 @@ FORMAT_VERSION = 1
 
 _REQUIRED_STEP_KEYS = ("i", "op", "args", "now")
 _OPTIONAL_STEP_KEYS = ("result", "state")
+_STEP_KEYS = frozenset(_REQUIRED_STEP_KEYS + _OPTIONAL_STEP_KEYS)
 _HEADER_KEYS = ("duespec_trace", "system", "profile", "config", "seed", "producer", "created")
 
 
@@ -101,7 +102,7 @@ def check_step(step: Json, expected_i: int, where: str, line: int | None) -> dic
     for key in _REQUIRED_STEP_KEYS:
         if key not in step:
             raise fail(f'missing key "{key}"')
-    unknown = sorted(set(step) - set(_REQUIRED_STEP_KEYS) - set(_OPTIONAL_STEP_KEYS))
+    unknown = [] if _STEP_KEYS.issuperset(step) else sorted(set(step) - _STEP_KEYS)
     if unknown:
         raise fail(f"unknown key(s) {', '.join(map(json.dumps, unknown))}; a step has "
                    f"{', '.join(_REQUIRED_STEP_KEYS + _OPTIONAL_STEP_KEYS)}")

@@ -1,11 +1,27 @@
 """`duespec replay TRACE...`: re-run recorded traces against a target, stop at the first divergence.
 
-Each step goes to the target (default: the production implementation). Its response must
-equal the recorded `result`; a trace without results (an ITF import from Quint, say) is
-judged by the model instead. The model also runs alongside as the state oracle, because a
-trace records responses, not states: after every step the target's whole observable state
-must equal the model's. Against the model itself the oracle would only compare the model
-with itself, so it is left out and only the recorded results (and states, if any) count.
+Each step goes to the target (default: the production implementation) and its response
+must equal the recorded `result`. Where a step has none (an ITF import from Quint, say)
+the model's answer counts instead: the model is started there and brought up to that
+step from the trace, then runs alongside.
+
+The target's whole observable state is compared at checkpoints: every step that records a
+`state`, the end of the trace, and in between as often as keeps the cost per step
+independent of the state's size (every max(8, 4 x state items) steps; `--state-every N`
+chooses). The state expected there is the one the recorded results imply when the
+system can say (duebook: every change shows in some response), else the model's, which
+then runs alongside from the first step. When a checkpoint differs, the trace is replayed
+again from the start comparing after every step since the last checkpoint that agreed,
+so the report names the first step after which the states differ.
+
+A response that differs is diagnosed with the model, run over the trace up to that step:
+if the model no longer gives the recorded result either, the trace no longer follows the
+current spec; otherwise the report shows the model's state beside the target's. Replayed
+against the model itself, only the recorded results (and states, if any) count.
+
+`impl` and `model` are duespec's own code in this process, so they run without the
+per-call deadline other in-process targets get (its SIGALRM watch costs a few
+microseconds a call; `duespec bench --only traces` measures it).
 """
 
 from __future__ import annotations
@@ -21,12 +37,18 @@ from typing import Callable, Iterator
 from duespec.targets import resolve as targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.lockstep import describe_divergence, state_diff
-from duespec.systems import System, get_system
 from duespec.limits import LimitExceeded
-from duespec.targets.interface import (Json, Target, TargetError, TargetFactory, comparable,
+from duespec.systems import ImpliedState, System, get_system
+from duespec.targets.interface import (PROSE_KEYS, Json, Target, TargetError, TargetFactory, comparable,
                                        responses_agree, same_json)
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.traces.format import TraceError, TraceHeader, read_trace
+
+#: Steps between state checkpoints: at least this many, and at least this many per item
+#: of the expected state, so that comparing states costs O(1) per step on average.
+CHECKPOINT_STEPS = 8
+STEPS_PER_STATE_ITEM = 4
+
 
 @dataclass
 class ReplayResult:
@@ -77,8 +99,20 @@ class _Diverged(Exception):
         self.step, self.text = step, text
 
 
+class _StateDiffers(Exception):
+    """A checkpoint found the states different; which step made them differ is not known yet."""
+
+    def __init__(self, step: dict[str, Json], text: str):
+        super().__init__(text)
+        self.step, self.text = step, text
+
+
 def resolve_target(system: System, spec: str, timeout: float = DEFAULT_TIMEOUT) -> TargetFactory:
     """The factory `spec` names (model, impl, module:factory, stdio:COMMAND), or UsageError."""
+    if spec == "impl":
+        return system.impl
+    if spec == "model":
+        return system.model
     try:
         return targets.resolve(system, spec, timeout=timeout, start_timeout=max(timeout, START_TIMEOUT))
     except targets.TargetSpecError as error:
@@ -86,13 +120,14 @@ def resolve_target(system: System, spec: str, timeout: float = DEFAULT_TIMEOUT) 
 
 
 def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None,
-           timeout: float | None = None) -> ReplayResult:
+           state_every: int | None = None, timeout: float | None = None) -> ReplayResult:
     """Replay one trace file; raise TraceError if it is malformed, UsageError if the target
     is unusable.
 
     `factory` overrides how the target is built (tests pass a deliberately broken one);
-    `target` is then only its name in the report. `timeout` bounds every call into the
-    target and the model alike (seconds)."""
+    `target` is then only its name in the report. `state_every` compares the whole state
+    every that many steps instead of at the automatic checkpoints (1: after every step).
+    `timeout` bounds every call into the target and the model alike (seconds)."""
     header, steps = read_trace(path)
     system = get_system(header.system)
     if header.profile not in system.profiles:
@@ -103,16 +138,19 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         subject = targets.guarded(f"starting {target}", made)
     except TargetError as error:
         raise UsageError(f"target unusable: {error}") from None
-    if target == "model" and factory is None:
-        subject, oracle = _Bounded(subject, timeout), None
-    else:
-        oracle = _Bounded(system.model(), timeout)
+    model_is_subject = target == "model" and factory is None
+    if model_is_subject:
+        subject = _Bounded(subject, timeout)
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
+    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout)
     started = time.perf_counter()
     try:
-        _reset(str(path), header, subject, oracle)
-        result.steps = _run(steps, subject, oracle, result)
+        try:
+            run.reset()
+            result.steps = run.take_all(steps)
+        except _StateDiffers as differs:
+            run.locate(differs)
     except _Diverged as diverged:
         result.steps = max(diverged.step["i"] + 1, 0)
         result.step, result.divergence = diverged.step, diverged.text
@@ -120,11 +158,10 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         raise TraceError(str(path), None, f"step {result.steps_seen}: {error}") from None
     finally:
         result.seconds = time.perf_counter() - started
+        run.close()
         close_failure = _close(subject)
         if close_failure:  # the target's failure, reported like a divergence
             result.divergence = result.divergence or close_failure
-        if oracle is not None:
-            oracle.close()
     return result
 
 
@@ -149,6 +186,8 @@ class _Bounded:
         self.model.close()
 
     def _within(self, what: str, call: Callable[[], Json]) -> Json:
+        if self.timeout is None:
+            return call()
         try:
             with targets.deadline(self.timeout, f"the model's {what}"):
                 return call()
@@ -167,84 +206,251 @@ def _close(subject: Target) -> str | None:
     return None
 
 
-def _reset(where: str, header: TraceHeader, subject: Target, oracle: Target | None) -> None:
-    """A config the model refuses makes the trace malformed; a target that cannot take a
-    config the model accepts is a finding about the target."""
-    model = oracle or subject  # without an oracle, the subject is the model
-    try:
-        model.reset(dict(header.config))
-    except Exception as error:  # the model's own words on what is wrong with the config
-        raise TraceError(where, 1, f"header: the model refuses config {json.dumps(header.config)}: "
-                                   f"{error}") from None
-    if subject is not model:
+class _Replay:
+    """One pass over a trace: the target, and where the expected responses and states come from."""
+
+    def __init__(self, where: str, header: TraceHeader, system: System, subject: Target,
+                 model_is_subject: bool, counts: ReplayResult, every: int | None,
+                 timeout: float | None = None) -> None:
+        self.where, self.header, self.system, self.subject = where, header, system, subject
+        self.model_is_subject, self.counts, self.every = model_is_subject, counts, every
+        self.timeout = timeout
+        #: The model alongside, when expected answers or states need it.
+        self.oracle: Target | None = None
+        self.implied: ImpliedState | None = None
+        #: The last step after which the states were compared and agreed (-1: the start).
+        self.agreed_at = -1
+        self.next_check = 0
+        #: On a second pass that locates a state divergence: compare after every step from here.
+        self.check_from: int | None = None
+
+    # --- the start ---
+
+    def reset(self) -> None:
+        """A config the model refuses makes the trace malformed; a target that cannot take a
+        config the model accepts is a finding about the target."""
+        config = self.header.config
+        model = self.subject if self.model_is_subject else self.new_model()
         try:
-            subject.reset(dict(header.config))
-        except Exception as error:  # the first reset failing: the target cannot be used at all
-            raise UsageError(f"target unusable: its reset with config {json.dumps(header.config)[:200]} "
-                             f"failed: {error if isinstance(error, TargetError) else _named(error)}") from None
+            model.reset(dict(config))
+        except Exception as error:  # the model's own words on what is wrong with the config
+            if model is not self.subject:
+                model.close()
+            raise TraceError(self.where, 1, f"header: the model refuses config {json.dumps(config)}: "
+                                            f"{error}") from None
+        if self.system.implied_state is not None:
+            self.implied = self.system.implied_state(dict(config))
+        if model is not self.subject:
+            if self.implied is None:
+                self.oracle = model
+            else:
+                model.close()
+            try:
+                self.subject.reset(dict(config))
+            except Exception as error:  # the first reset failing: the target cannot be used at all
+                raise UsageError(f"target unusable: its reset with config {json.dumps(config)[:200]} "
+                                 f"failed: {error if isinstance(error, TargetError) else _named(error)}") from None
+        self.next_check = self.agreed_at + self._spacing()
 
+    def new_model(self) -> Target:
+        """A model under the replay's --timeout (it is duespec's code, but a trace can ask it
+        for work without bound)."""
+        return _Bounded(self.system.model(), self.timeout) if self.timeout is not None else self.system.model()
 
-def _run(steps: Iterator[dict[str, Json]], subject: Target, oracle: Target | None, counts: ReplayResult) -> int:
-    taken = 0
-    for step in steps:
-        counts.steps_seen = step["i"]
+    def close(self) -> None:
+        if self.oracle is not None:
+            self.oracle.close()
+            self.oracle = None
+
+    # --- the steps ---
+
+    def take_all(self, steps: Iterator[dict[str, Json]], stop_after: int | None = None) -> int:
+        taken = 0
+        last: dict[str, Json] | None = None
+        for step in steps:
+            self.counts.steps_seen = step["i"]
+            self.take(step)
+            taken += 1
+            last = step
+            i = step["i"]
+            if "state" in step:
+                self.check_recorded_state(step)
+            elif i >= self.next_check or (self.check_from is not None and i >= self.check_from):
+                self.checkpoint(step)
+            if i == stop_after:
+                break
+        if last is not None and self.agreed_at != last["i"]:
+            self.checkpoint(last)
+        return taken
+
+    def take(self, step: dict[str, Json]) -> None:
         op, args, now = step["op"], step["args"], step["now"]
         recorded = step.get("result")
+        if recorded is None and self.oracle is None and not self.model_is_subject:
+            self.oracle = self.model_through(step["i"] - 1)
         expected = recorded
-        if oracle is not None:
-            answer = _attempt(lambda: oracle.step(op, args, now), step, "the model raised")
+        if self.oracle is not None:
+            answer = self._attempt(lambda: self.oracle.step(op, args, now), step, "the model raised")  # type: ignore[union-attr]
             if recorded is not None and not responses_agree(recorded, answer):
-                raise _Diverged(step, "the model does not give the recorded result, so the trace does "
-                                      "not follow the current spec (it moved since the trace was "
-                                      "recorded, or the trace's producer, a foreign model say, "
-                                      "disagrees with it):\n"
-                                + _indent(describe_divergence(step, "response", comparable(recorded),
-                                                              comparable(answer))))
+                raise self.drift(step, answer)
             expected = answer
-        actual = _attempt(lambda: subject.step(op, args, now), step, "the target raised")
-        if expected is not None and not responses_agree(expected, actual):
-            text = describe_divergence(step, "response", comparable(expected), comparable(actual),
-                                       exchange=getattr(subject, "last_exchange", None))
-            if oracle is not None:
-                lines = state_diff(oracle.observe(), _attempt(subject.observe, step, "observe raised"))
-                text += "\n  state after the step (model vs target):\n" + "\n".join(
-                    f"    {line}" for line in lines or ["(no difference)"])
-            raise _Diverged(step, text)
-        counts.responses_compared += expected is not None
-        counts.recorded_results += recorded is not None
-        if oracle is not None or "state" in step:
-            want = oracle.observe() if oracle is not None else step["state"]
-            if "state" in step and not same_json(step["state"], want):
-                raise _Diverged(step, "the model's state differs from the state recorded in the trace:\n"
-                                + _indent(describe_divergence(step, "state", step["state"], want)))
-            have = _attempt(subject.observe, step, "the target's observe() raised")
-            if not same_json(want, have):
-                raise _Diverged(step, describe_divergence(step, "state", want, have,
-                                                          exchange=getattr(subject, "last_exchange", None)))
-            counts.states_compared += 1
-            counts.recorded_states += "state" in step
-        taken += 1
-    return taken
+        actual = self._attempt(lambda: self.subject.step(op, args, now), step, "the target raised")
+        if expected is None:  # the model itself, and no recorded result: nothing to compare
+            self.implied = None
+            return
+        if not _responses_agree(expected, actual):
+            raise self.response_divergence(step, expected, actual)
+        self.counts.responses_compared += 1
+        self.counts.recorded_results += recorded is not None
+        if self.implied is not None:
+            self.implied.apply(op, args, expected)
 
+    # --- states ---
 
-def _attempt(action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
-    try:
-        return action()
-    except LimitExceeded:
-        raise
-    except TargetError as error:
-        if error.unusable:
-            raise UsageError(f"target unusable: {error}") from None
-        where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
-        raise _Diverged(step or {"i": -1}, f"{where}\n  {error}") from None
-    except Exception as error:  # a crash is a finding, reported like a divergence
-        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
-                 f"at now={step['now']}") if step else "before the first step"
-        raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
+    def expected_state(self) -> dict[str, Json] | None:
+        if self.oracle is not None:
+            return self.oracle.observe()
+        return self.implied.state() if self.implied is not None else None
+
+    def checkpoint(self, step: dict[str, Json]) -> None:
+        want = self.expected_state()
+        if want is None:
+            return
+        have = self._attempt(self.subject.observe, step, "the target's observe() raised")
+        if not _same_state(want, have):
+            raise _StateDiffers(step, describe_divergence(step, "state", want, have,
+                                                          exchange=getattr(self.subject, "last_exchange", None)))
+        self._agreed(step, want)
+
+    def check_recorded_state(self, step: dict[str, Json]) -> None:
+        recorded, want = step["state"], self.expected_state()
+        if want is not None and not same_json(recorded, want):
+            source = "model's state" if self.oracle is not None else "state its results imply"
+            raise _Diverged(step, f"the {source} differs from the state recorded in the trace:\n"
+                                  + _indent(describe_divergence(step, "state", recorded, want)))
+        have = self._attempt(self.subject.observe, step, "the target's observe() raised")
+        if not same_json(recorded, have):
+            raise _Diverged(step, describe_divergence(step, "state", recorded, have,
+                                                      exchange=getattr(self.subject, "last_exchange", None)))
+        self.counts.recorded_states += 1
+        self._agreed(step, recorded)
+
+    def _agreed(self, step: dict[str, Json], state: Json) -> None:
+        self.counts.states_compared += 1
+        self.agreed_at = step["i"]
+        self.next_check = step["i"] + self._spacing(state)
+
+    def _spacing(self, state: Json = None) -> int:
+        """Steps to the next checkpoint: comparing `state` again costs about its item count."""
+        if self.every:
+            return self.every
+        items = sum(len(value) for value in state.values()
+                    if isinstance(value, (list, dict))) if isinstance(state, dict) else 0
+        return max(CHECKPOINT_STEPS, STEPS_PER_STATE_ITEM * items)
+
+    def locate(self, differs: _StateDiffers) -> None:
+        """Replay from the start, comparing after every step since the last agreement, to find
+        the first step after which the states differ; raise it as the divergence."""
+        self.close()
+        again = _Replay(self.where, self.header, self.system, self.subject, self.model_is_subject,
+                        self.counts, every=None, timeout=self.timeout)
+        again.check_from = self.agreed_at + 1
+        _, steps = read_trace(self.where)
+        try:
+            again.reset()
+            again.take_all(steps, stop_after=differs.step["i"])
+        except _StateDiffers as first:
+            raise _Diverged(first.step, first.text) from None
+        finally:
+            again.close()
+            steps.close()  # type: ignore[attr-defined]
+        raise _Diverged(differs.step, differs.text + "\n  (a second replay did not reproduce it: "
+                                                     "the target is not deterministic)")
+
+    # --- diagnosis with the model ---
+
+    def model_through(self, last: int) -> Target:
+        """A fresh model that has taken every step up to `last`; a recorded result it no
+        longer gives is reported as drift from the spec."""
+        model = self.new_model()
+        model.reset(dict(self.header.config))
+        if last < 0:
+            return model
+        _, steps = read_trace(self.where)
+        try:
+            for step in steps:
+                answer = self._attempt(lambda: model.step(step["op"], step["args"], step["now"]),
+                                       step, "the model raised")
+                recorded = step.get("result")
+                if recorded is not None and not responses_agree(recorded, answer):
+                    raise self.drift(step, answer)
+                if step["i"] >= last:
+                    break
+        except BaseException:
+            model.close()
+            raise
+        finally:
+            steps.close()  # type: ignore[attr-defined]
+        return model
+
+    def drift(self, step: dict[str, Json], answer: Json) -> _Diverged:
+        return _Diverged(step, "the model no longer gives the recorded result, so the trace "
+                               "does not follow the current spec:\n"
+                         + _indent(describe_divergence(step, "response", comparable(step["result"]),
+                                                       comparable(answer))))
+
+    def response_divergence(self, step: dict[str, Json], expected: Json, actual: Json) -> _Diverged:
+        text = describe_divergence(step, "response", comparable(expected), comparable(actual),
+                                   exchange=getattr(self.subject, "last_exchange", None))
+        if self.model_is_subject:
+            return _Diverged(step, text)
+        model = self.oracle or self.model_through(step["i"])
+        try:
+            lines = state_diff(model.observe(), self._attempt(self.subject.observe, step, "observe raised"))
+        finally:
+            if model is not self.oracle:
+                model.close()
+        return _Diverged(step, text + "\n  state after the step (model vs target):\n" + "\n".join(
+            f"    {line}" for line in lines or ["(no difference)"]))
+
+    def _attempt(self, action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
+        try:
+            return action()
+        except LimitExceeded:
+            raise
+        except TargetError as error:
+            if error.unusable:
+                raise UsageError(f"target unusable: {error}") from None
+            where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
+            raise _Diverged(step or {"i": -1}, f"{where}\n  {error}") from None
+        except Exception as error:  # a crash is a finding, reported like a divergence
+            where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
+                     f"at now={step['now']}") if step else "before the first step"
+            raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
 
 
 def _named(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+def _responses_agree(expected: Json, actual: Json) -> bool:
+    """responses_agree, with a shortcut for the usual case: equal under == and with the same
+    repr (so no 1 that is 1.0 or True), they agree without a walk in Python."""
+    if expected == actual and repr(expected) == repr(actual):
+        return True
+    error = expected.get("error") if type(expected) is dict and len(expected) == 1 else None
+    if (type(error) is str and type(actual) is dict and type(actual.get("error")) is str
+            and actual["error"] == error and actual.keys() <= _ERROR_KEYS):
+        return True  # the same error, with a message for people beside it
+    return responses_agree(expected, actual)
+
+
+_ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
+
+
+def _same_state(want: Json, have: Json) -> bool:
+    """same_json, with the same shortcut: unequal under == is unequal under same_json too."""
+    return want == have and (repr(want) == repr(have) or same_json(want, have))
 
 
 def _indent(text: str) -> str:
@@ -271,7 +477,7 @@ def main(args: argparse.Namespace) -> int:
     worst = EXIT_HOLDS
     for path in trace_files(args.traces):
         try:
-            result = replay(path, args.target, timeout=args.timeout)
+            result = replay(path, args.target, state_every=args.state_every, timeout=args.timeout)
         except TraceError as error:
             print(f"MALFORMED: {error}", file=sys.stderr)
             worst = EXIT_USAGE
@@ -285,15 +491,31 @@ def main(args: argparse.Namespace) -> int:
     return worst
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "replay", help="re-run recorded traces against a target; report the first divergence",
         description="Replay each trace (a .jsonl file, or every .jsonl under a directory) against "
-                    "the target, comparing every response with the recorded result and, after "
-                    "every step, the target's whole state with the model's. Exit 0 when every "
-                    "trace is confirmed, 1 when one diverges, 2 when one is malformed.")
+                    "the target, comparing every response with the recorded result (or the "
+                    "model's, where none is recorded) and the target's whole state with the "
+                    "expected one at checkpoints and at the end; a state that differs is traced "
+                    "back to the first step after which it differs. Exit 0 when every trace is "
+                    "confirmed, 1 when one diverges, 2 when one is malformed.")
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file or directory")
     parser.add_argument("--target", default="impl", help=f"{targets.SPEC_HELP} (default: impl)")
+    parser.add_argument("--state-every", type=_positive, metavar="N",
+                        help="compare the whole state every N steps (1: after every step); by "
+                             "default every max(8, 4 x items in the state) steps, so the cost "
+                             "per step does not grow with the state")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
                         help=f"seconds any one call may take, into the target or the model that "
                              f"checks it, and a Python target's import and factory (default "
