@@ -23,6 +23,7 @@ from typing import Callable
 from aiohttp import web
 
 from duespec.impl.schedules import DEFAULT_RETRY_TIMEOUT, PROFILES, ScheduleServer
+from duespec.impl.schedules_sql import StoreError
 from duespec.wire.envelope import (
     CONTROL_KINDS, OP_OF_KIND, UNSUPPORTED_KINDS, Json, Request, WireError, envelope, parse_request,
     request_to_op, response_envelope,
@@ -210,7 +211,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-body must be at least 1024 bytes, got {args.max_body}")
     try:
         wire = WireServer(args.db, profile=args.profile, retry_timeout=args.retry_timeout)
-    except (ValueError, OSError, sqlite3.Error) as error:
+    except (ValueError, OSError, sqlite3.Error, StoreError) as error:
         raise UsageError(f"cannot open the store {args.db!r}: {error}") from None
     try:
         sock = bind(args.host, args.port)
