@@ -47,8 +47,9 @@ class ScheduleServer:
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         if retry_timeout is not None and (type(retry_timeout) is not int
-                                          or not 0 <= retry_timeout <= MAX_TIME):
-            raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
+                                          or not 1 <= retry_timeout <= MAX_TIME):
+            raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm "
+                             f"a retry due at once, forever), got {retry_timeout!r}")
         self.store = Store(path)
         try:
             with self.store.transaction():

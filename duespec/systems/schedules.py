@@ -37,8 +37,9 @@ def config_of(config: dict[str, Json]) -> model.Config:
     retry_timeout = config.get("retry_timeout", DEFAULT_RETRY_TIMEOUT)
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if type(retry_timeout) is not int or not 0 <= retry_timeout <= MAX_TIME:
-        raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
+    if type(retry_timeout) is not int or not 1 <= retry_timeout <= MAX_TIME:
+        raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm a "
+                         f"retry due at once, forever), got {retry_timeout!r}")
     return model.Config(retry_timeout=retry_timeout, profile=profile)
 
 
