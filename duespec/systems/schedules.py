@@ -145,6 +145,26 @@ INVALID_TAGS = ({"resonate:delay": "-5"}, {"resonate:delay": "soon"}, {"k": 1}, 
 INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None)
 PROMISE_IDS = ("p1", "p2", "nightly.1")
 
+#: Promise and task handlers: ids, workers, leases (a few ms, a second, a minute: the clock's
+#: moves lapse them), what a caller settles to, and malformed requests.
+TASK_IDS = ("t1", "t2", "p1")
+#: A promise the machine creates for a task to suspend on when no other is pending.
+AWAITED_ID = "awaited"
+PIDS = ("w1", "w2")
+TTLS = (0, 1000, MINUTE, HOUR)
+SETTLE_STATES = ("resolved", "rejected", "rejected_canceled")
+TASK_OPS = ("promise.settle", "promise.register_callback", "promise.register_listener", "task.get",
+            "task.create", "task.acquire", "task.fence", "task.heartbeat", "task.suspend",
+            "task.fulfill", "task.release", "task.halt", "task.continue")
+INVALID_TASK_ARGS = (
+    {}, None, {"id": "t1", "version": -1}, {"id": "t1", "version": True, "pid": "w", "ttl": 0},
+    {"id": "t1", "state": "pending", "value": PARAMS[0]},
+    {"id": "t1", "version": 0, "action": {"kind": "drop"}},
+    {"id": "t1", "version": 0, "actions": [{"awaited": "p1"}]},
+    {"pid": "w", "tasks": [{"id": "t1"}]},
+    {"awaited": "", "awaiter": "t1"},
+)
+
 #: Most catch-up occurrences one clock move may owe, over all schedules: bounds a step's work.
 MAX_OWED_PER_JUMP = 60
 #: Promises a run may accumulate before the clock stops short of further ticks: every step
@@ -342,6 +362,146 @@ class SchedulesMachine(LockstepMachine):
     @rule()
     def tick(self) -> None:
         self.act("tick", {})
+
+    # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
+    # state machine. Targets are drawn from the oracle's state most of the time (the
+    # current holder at its version, a pending promise, a suspended task's awaited) so
+    # that runs reach a lease lapsing, a suspension resumed by a settle or a timeout, and
+    # listeners unblocked; a stale version, another worker or a name from the pool the rest.
+
+    def tasks(self, *states: str) -> list[dict[str, Json]]:
+        return [t for t in self.state["tasks"] if not states or t["state"] in states]
+
+    def live(self, id: str) -> bool:
+        return any(p["id"] == id and p["state"] == "pending" and p["timeoutAt"] > self.now
+                   for p in self.state["promises"])
+
+    def pick_promise(self, pick: int, fallback: str, pending: bool = False) -> str:
+        """A stored promise (a pending one before its timeout if asked), else `fallback`."""
+        promises = [p["id"] for p in self.state["promises"] if not pending or self.live(p["id"])]
+        return promises[pick % len(promises)] if promises and pick % 8 else fallback
+
+    def pick_task(self, pick: int, *states: str) -> dict[str, Json]:
+        """A task in one of `states` whose promise is live, else any in those states, else any
+        task; one pick in eight a name from the pool."""
+        tasks = ([t for t in self.tasks(*states) if self.live(t["id"])] or self.tasks(*states)
+                 or self.tasks())
+        if tasks and pick % 8:
+            return tasks[pick % len(tasks)]
+        return {"id": TASK_IDS[pick % len(TASK_IDS)], "version": 0, "pid": None}
+
+    @initialize(work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
+    def some_work_to_start_with(self, work: str, ttl: int) -> None:
+        """Most runs start with a task to work on: a targeted promise's pending task, one
+        already acquired by task.create, or both; the rules then take them through their
+        states (a run of 50 steps that must first stumble on a task rarely gets far)."""
+        if work in ("promise", "both"):
+            self.act("promise.create", {"id": TASK_IDS[2], "timeoutAt": self.now + DAY, "param": PARAMS[0],
+                                        "tags": TARGET})
+        if work in ("task", "both"):
+            self.act("task.create", {"pid": PIDS[0], "ttl": ttl, "action": {
+                "id": TASK_IDS[0], "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
+
+    @rule(op=st.sampled_from(("task.create", "task.create", "task.acquire", "task.acquire",
+                              "task.heartbeat", "task.release", "task.halt", "task.continue", "task.get")),
+          pick=st.integers(0, 30), other=st.integers(0, 30), off=st.sampled_from((0, 0, 0, -1, 1)),
+          pid=st.sampled_from(PIDS), ttl=st.sampled_from(TTLS), timeout=st.sampled_from((-1, MINUTE, DAY)),
+          tags=st.sampled_from(({}, TARGET, TARGET, {**TARGET, "resonate:timer": "true"})),
+          stranger=st.booleans())
+    def task_lifecycle(self, op: str, pick: int, other: int, off: int, pid: str, ttl: int, timeout: int,
+                       tags: Json, stranger: bool) -> None:
+        """Create, acquire (mostly a pending task at its version), heartbeat (mostly the
+        holder), release, halt, continue, get."""
+        if op == "task.create":
+            self.act(op, {"pid": pid, "ttl": ttl, "action": {
+                "id": TASK_IDS[pick % len(TASK_IDS)], "timeoutAt": max(self.now + timeout, 0),
+                "param": PARAMS[0], "tags": tags}})
+        elif op == "task.acquire":
+            t = self.pick_task(pick, "pending")
+            self.act(op, {"id": t["id"], "version": max(t["version"] + off, 0), "pid": pid, "ttl": ttl})
+        elif op == "task.heartbeat":
+            t = self.pick_task(pick, "acquired")
+            refs = [{"id": t["id"], "version": max(t["version"] + min(off, 0), 0)}]
+            if other % 3 == 0:
+                extra = self.pick_task(other)
+                refs.append({"id": extra["id"], "version": extra["version"]})
+            holder = t.get("pid")
+            self.act(op, {"pid": pid if stranger or holder is None else holder, "tasks": refs})
+        elif op == "task.release":
+            t = self.pick_task(pick, "acquired")
+            self.act(op, {"id": t["id"], "version": max(t["version"] + min(off, 0), 0)})
+        else:
+            preferred = {"task.halt": ("pending", "acquired", "suspended"), "task.continue": ("halted",)}
+            self.act(op, {"id": self.pick_task(pick, *preferred.get(op, ()))["id"]})
+
+    def holder(self, pick: int) -> dict[str, Json]:
+        """An acquired task with a live promise; when there is none but a pending task with
+        one, a worker first acquires it (its own step), so the holder's work is reached."""
+        if not any(self.live(t["id"]) for t in self.tasks("acquired")):
+            pending = [t for t in self.tasks("pending") if self.live(t["id"])]
+            if pending and pick % 8:
+                t = pending[pick % len(pending)]
+                self.act("task.acquire", {"id": t["id"], "version": t["version"], "pid": PIDS[0], "ttl": MINUTE})
+        return self.pick_task(pick, "acquired")
+
+    @rule(op=st.sampled_from(("task.suspend", "task.suspend", "task.fulfill", "task.fence")),
+          pick=st.integers(0, 30), off=st.sampled_from((0, 0, 0, -1)),
+          awaited=st.lists(st.integers(0, 30), min_size=1, max_size=2), live=st.booleans(),
+          state=st.sampled_from(SETTLE_STATES), create=st.booleans(), tags=st.sampled_from(({}, TARGET)))
+    def task_work(self, op: str, pick: int, off: int, awaited: list[int], live: bool, state: str,
+                  create: bool, tags: Json) -> None:
+        """What the holder does (mostly at its version): suspend on pending promises (parked)
+        or on any (300, 422), fulfil, or a fenced create or settle."""
+        t = self.holder(pick)
+        id, version = t["id"], max(t["version"] + off, 0)
+        if op == "task.suspend":
+            others = [p["id"] for p in self.state["promises"] if self.live(p["id"]) and p["id"] != id]
+            if live and not others:
+                timer = pick % 2 == 0  # a timer resolves by its timeout: the resume comes from tick
+                self.act("promise.create", {"id": AWAITED_ID, "timeoutAt": self.now + (MINUTE if timer else HOUR),
+                                            "param": PARAMS[0], "tags": {"resonate:timer": "true"} if timer else {}})
+                others = [AWAITED_ID]
+            actions = [{"awaited": others[a % len(others)] if live else self.pick_promise(a, "absent"),
+                        "awaiter": id} for a in awaited]
+            self.act(op, {"id": id, "version": version, "actions": actions})
+        elif op == "task.fulfill":
+            self.act(op, {"id": id, "version": version,
+                          "action": {"id": id, "state": state, "value": PARAMS[1]}})
+        elif create:
+            self.act(op, {"id": id, "version": version, "action": {
+                "kind": "create", "id": TASK_IDS[pick % len(TASK_IDS)] + ".child",
+                "timeoutAt": self.now + MINUTE, "param": PARAMS[0], "tags": tags}})
+        else:
+            self.act(op, {"id": id, "version": version, "action": {
+                "kind": "settle", "id": self.pick_promise(pick, "absent", pending=True),
+                "state": state, "value": PARAMS[0]}})
+
+    @rule(op=st.sampled_from(("promise.settle", "promise.register_callback", "promise.register_listener")),
+          pick=st.integers(0, 30), other=st.integers(0, 30), state=st.sampled_from(SETTLE_STATES),
+          live=st.booleans(), address=st.sampled_from(("poll://a", "poll://b")))
+    def promise_waits(self, op: str, pick: int, other: int, state: str, live: bool, address: str) -> None:
+        """Settle (mostly a promise somebody waits on, so callbacks and listeners fire), or
+        register a callback (mostly with a targeted awaiter) or a listener."""
+        if op == "promise.settle":
+            suspended = {t["id"] for t in self.tasks("suspended")}
+            waited = ([p["id"] for p in self.state["promises"] if suspended & set(p["callbacks"])]
+                      or [p["id"] for p in self.state["promises"] if p["callbacks"] or p["listeners"]])
+            id = waited[pick % len(waited)] if live and waited else self.pick_promise(pick, "absent")
+            self.act(op, {"id": id, "state": state, "value": PARAMS[1]})
+        elif op == "promise.register_callback":
+            awaiters = [p["id"] for p in self.state["promises"] if "resonate:target" in p["tags"]]
+            awaiter = awaiters[other % len(awaiters)] if awaiters and other % 6 else \
+                self.pick_promise(other, "absent")
+            self.act(op, {"awaited": self.pick_promise(pick, "absent", pending=live), "awaiter": awaiter})
+        else:
+            self.act(op, {"awaited": self.pick_promise(pick, "absent", pending=live), "address": address})
+
+    @rule(op=st.sampled_from(("promise.search", "task.search", *TASK_OPS)),
+          args=st.sampled_from(({}, {"state": "pending"}, *INVALID_TASK_ARGS)))
+    def task_odd_requests(self, op: str, args: Json) -> None:
+        """The two searches (501 whatever the args), and wrong shapes for every promise and
+        task op: 400 and nothing changes."""
+        self.act(op, args)
 
     # --- state invariants (on the oracle, whose state the target has matched) ---
 
