@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from duespec.coverage import reached
 from duespec.model.schedules.clock import MAX_TIME, next_run
 from duespec.model.schedules.expand import TIMESTAMP_PLACEHOLDER
 from duespec.model.schedules.state import PromiseObject, Schedule, Tags, TaskObject, Value
@@ -263,6 +264,7 @@ def list_value(value: Json, name: str) -> list[Json]:
 def promise_settle_req(args: Json) -> PromiseSettleReq:
     args = exact_args(args, ("id", "state", "value"))
     if args["state"] not in SETTLE_STATES:
+        reached("X-06.settle_state")
         raise Invalid(f"state must be one of {', '.join(SETTLE_STATES)}, got {args['state']!r}")
     return PromiseSettleReq(id=id_value(args["id"]), state=args["state"],
                             value=value_value(args["value"], "value"))
