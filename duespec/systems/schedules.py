@@ -523,14 +523,19 @@ class SchedulesMachine(LockstepMachine):
     @rule(story=st.sampled_from(TASK_STORIES), pick=st.integers(0, 30), off=st.sampled_from((-1, 1)))
     def task_story(self, story: str, pick: int, off: int) -> None:
         """A few steps that lead to one of the paths a random walk rarely finds in 50 steps,
-        each step checked like any other: a lease renewed, then lapsing; a suspended task resumed by a
+        each step checked like any other (half of them after a heartbeat, by the holder or by
+        another worker): a lease renewed, then lapsing; a suspended task resumed by a
         settle or by a timer's timeout; a busy task's resume buffered; a listener unblocked
         by a timeout; a holder's fulfil resuming another task; a stale worker fenced out;
         halt twice then continue; task.create taking a pending task or refused."""
         t = self.holder(pick)
         id, version = t["id"], t["version"]
+        if story == "lease_lapses" or pick % 2:
+            # a moment later the holder heartbeats (renewed), or a worker that is not the holder does
+            self.move_clock(self.now + 1)
+            pid = "stranger" if pick % 4 == 1 else t.get("pid") or PIDS[0]
+            self.act("task.heartbeat", {"pid": pid, "tasks": [{"id": id, "version": version}]})
         if story == "lease_lapses":
-            self.act("task.heartbeat", {"pid": t.get("pid") or PIDS[0], "tasks": [{"id": id, "version": version}]})
             lease = [x["timeout"] for x in self.state["taskTimeouts"] if x["id"] == id and x["kind"] == 1]
             self.move_clock(lease[0] if lease else self.now + 1)
             self.act("tick", {})
@@ -652,6 +657,21 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "schedule.search": ("limit", "cursor"),
     "promise.create": ("id", "timeoutAt", "param", "tags"),
     "promise.get": ("id",),
+    "promise.settle": ("id", "state", "value"),
+    "promise.register_callback": ("awaited", "awaiter"),
+    "promise.register_listener": ("awaited", "address"),
+    "promise.search": ("state", "tags", "limit", "cursor"),
+    "task.get": ("id",),
+    "task.create": ("pid", "ttl", "action"),
+    "task.acquire": ("id", "version", "pid", "ttl"),
+    "task.fence": ("id", "version", "action"),
+    "task.heartbeat": ("pid", "tasks"),
+    "task.suspend": ("id", "version", "actions"),
+    "task.fulfill": ("id", "version", "action"),
+    "task.release": ("id", "version"),
+    "task.halt": ("id",),
+    "task.continue": ("id",),
+    "task.search": ("state", "limit", "cursor"),
     "schedule.timeout": ("id",),
     "promise.timeout": ("id",),
     "tick": (),
