@@ -116,3 +116,13 @@ def test_delete_and_create_properties_reject_their_bugs() -> None:
     overwritten = {**after, "schedules": [{**after["schedules"][0], "cron": "0 * * * *"}]}
     assert not spec.create_is_idempotent(before, step, overwritten, "lean")
     assert not spec.every_schedule_armed_at_next_run({**after, "scheduleTimeouts": []})
+
+
+def test_the_coverage_report_says_why_a_requirement_is_never_reached() -> None:
+    from collections import Counter
+
+    from duespec.campaigns.report import coverage_report
+    report = coverage_report(SYSTEM, "lean", Counter({"S-01.found": 1}))
+    assert "never reached: X-04, by design: the end of time" in report.render()
+    assert set(report.to_json()["never_reached_reasons"]) == {"X-04"}
+    assert "(checked elsewhere, or not by this machine)" in report.render()  # the IDs without a reason

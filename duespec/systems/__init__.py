@@ -31,6 +31,8 @@ class System:
     state_keys: tuple[str, ...]
     #: Coverage tags every default campaign must reach (a test fails if one is missed).
     required_tags: frozenset[str] = field(default_factory=frozenset)
+    #: Requirement ID -> why this machine's campaigns do not reach it (and what checks it).
+    unreached_reasons: dict[str, str] = field(default_factory=dict)
 
 
 def get_system(name: str) -> System:
