@@ -508,7 +508,8 @@ class SchedulesMachine(LockstepMachine):
             waited = ([p["id"] for p in self.state["promises"] if suspended & set(p["callbacks"])]
                       if pick % 2 else [])
             waited = waited or [p["id"] for p in self.state["promises"] if p["callbacks"] or p["listeners"]]
-            id = waited[pick % len(waited)] if live and waited else self.pick_promise(pick, "absent")
+            id = waited[pick % len(waited)] if live and waited else \
+                self.pick_promise(pick, "absent", pending=pick % 3 != 0)
             self.act(op, {"id": id, "state": state, "value": PARAMS[1]})
         elif op == "promise.register_callback":
             busy = {t["id"] for t in self.tasks("pending", "acquired", "halted")}
