@@ -137,6 +137,7 @@ def test_task_create_branches() -> None:
     made = model.step(s, "task.create", {"pid": "w", "ttl": 10, "action": {
         "id": "n", "timeoutAt": 100, "param": E, "tags": {}}}, 0)
     assert made["task"] == {"id": "n", "state": "acquired", "version": 1, "resumes": 0, "ttl": 10, "pid": "w"}
+    assert set(made) == {"status", "task", "promise"}  # no preload: no handler at 83d64c3 fills it
     assert model.observe(s)["promiseTimeouts"] == [{"id": "n", "timeout": 100}]  # even without a target
     # an existing promise without a target
     assert model.step(s, "task.create", {"pid": "w", "ttl": 10, "action": {
