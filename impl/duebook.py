@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import FrozenInstanceError
 from itertools import chain, compress
 from operator import itemgetter
-from typing import Any
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

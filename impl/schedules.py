@@ -25,9 +25,12 @@ from duespec.impl.schedules_records import (
     EMPTY_VALUE, LINEAGE_TAGS, MAX_TIME, SCHEDULE_TAG, TARGET_TAG, InvalidRequest, Json, Promise,
     PromiseCreate, Schedule, ScheduleCreate, SearchRequest, Task, check_args, check_time,
     check_unicode, execute_message, expand, next_run, parse_id, parse_promise_create,
-    parse_schedule_create, parse_search, unblock_message,
+    parse_promise_settle, parse_register_callback, parse_register_listener, parse_schedule_create,
+    parse_search, parse_task_acquire, parse_task_create, parse_task_fence, parse_task_fulfill,
+    parse_task_heartbeat, parse_task_suspend, parse_task_version,
 )
 from duespec.impl.schedules_sql import PromiseShape, Store
+from duespec.impl.schedules_tasks import LEASE, RETRY, PromiseAndTaskHandlers
 
 Profile = Literal["lean", "server", "deployed"]
 PROFILES: tuple[Profile, ...] = ("lean", "server", "deployed")
@@ -59,8 +62,8 @@ def chunks(items: Iterable[int], size: int) -> Iterator[list[int]]:
         yield chunk
 
 
-class ScheduleServer:
-    """One Resonate server (schedules and the promise, task and outbox parts they use)."""
+class ScheduleServer(PromiseAndTaskHandlers):
+    """One Resonate server: schedules, promises, tasks and the outbox."""
 
     def __init__(self, path: str = ":memory:", *, profile: Profile | None = None,
                  retry_timeout: int | None = None, wait: float = 0.0) -> None:
@@ -71,8 +74,9 @@ class ScheduleServer:
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         if retry_timeout is not None and (type(retry_timeout) is not int
-                                          or not 0 <= retry_timeout <= MAX_TIME):
-            raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
+                                          or not 1 <= retry_timeout <= MAX_TIME):
+            raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm "
+                             f"a retry due at once, forever), got {retry_timeout!r}")
         self.store = Store(path, wait=wait)
         try:
             with self.store.transaction():
@@ -255,50 +259,22 @@ class ScheduleServer:
         return {"status": 200}
 
     def _on_promise_timeout(self, promise_id: str, now: int) -> None:
-        store = self.store
-        p = store.get_promise(promise_id)
-        if p is None or p.state != "pending":
+        """A delivery before the promise's timeoutAt is skipped (spec/schedules.md TO-01)."""
+        p = self.store.get_promise(promise_id)
+        if p is None or p.state != "pending" or p.timeout_at > now:
             return
-        settled = replace(p.timed_out(), callbacks=(), listeners=())
-        store.set_promise(settled)
-        store.del_promise_timeout(settled.id)
-        t = store.get_task(settled.id)
-        if t is not None:
-            store.set_task(replace(t, state="fulfilled", pid=None, ttl=None, resumes=()))
-            store.del_task_timeout(t.id)
-        # Settlement scrub: nobody can be resumed by this promise any more.
-        for awaiter in store.pending_awaiters_of(settled.id):
-            remaining = tuple(c for c in awaiter.callbacks if c != settled.id)
-            store.set_promise(replace(awaiter, callbacks=remaining))
-        for address in p.listeners:
-            store.set_message(address, unblock_message(settled.record()))
-        for awaiter_id in p.callbacks:
-            self._enqueue_resume(settled.id, awaiter_id, now)
-
-    def _enqueue_resume(self, awaited_id: str, awaiter_id: str, now: int) -> None:
-        """00-resume: wake a suspended awaiter, or remember the resume for a busy one."""
-        store = self.store
-        t = store.get_task(awaiter_id)
-        if t is None or t.state == "fulfilled":
-            return
-        if t.state == "suspended":
-            t = replace(t, state="pending", resumes=(awaited_id,))
-            store.set_task(t)
-            store.set_task_timeout(t.id, 0, now + self.retry_timeout)
-            awaiter = store.get_promise(awaiter_id)
-            target = "" if awaiter is None else awaiter.tags.get(TARGET_TAG, "")
-            if target != "":
-                store.set_message(target, execute_message(t.id, t.version))
-        elif awaited_id not in t.resumes:
-            store.set_task(replace(t, resumes=(*t.resumes, awaited_id)))
+        self._settle(p, p.timed_out(), now)
 
     def tick(self, now: int) -> dict[str, Json]:
-        """Fire every due promise and schedule timeout, smallest (timeout, kind, id) first.
+        """Fire every due timeout: promise and schedule timeouts, smallest (timeout, kind, id)
+        first, until none is due; then each task timeout due, smallest (timeout, id, kind) first.
 
         Firing a promise timeout never arms another promise or schedule timeout, so all
         the promise timeouts that precede the next due schedule timeout fire as one run
         (set-wise when no registrations make their order observable); then that schedule
-        fires, which may arm new due promise timeouts, and the search starts again."""
+        fires, which may arm new due promise timeouts, and the search starts again. A task
+        timeout arms only a retry at now + retry_timeout (> now), and touches only its own
+        task, so one pass over the due ones leaves none due."""
         fired: list[dict[str, str]] = []
         if self.profile == "deployed":
             return self._deployed_tick(now)
@@ -318,8 +294,10 @@ class ScheduleServer:
                     break
                 self._on_schedule_timeout(schedule_due[1], now)
                 fired.append({"kind": "schedule", "id": schedule_due[1]})
+            for task_id, kind in self.store.due_task_timeouts(now):
+                self._on_task_timeout(task_id, kind, now)
+                fired.append({"kind": TASK_TIMEOUT_KINDS[kind], "id": task_id})
         return {"status": 200, "fired": fired}
-
 
     def _deployed_tick(self, now: int) -> dict[str, Json]:
         """One pass of the deployed server's timeout processing: the due promise timeouts,
@@ -333,6 +311,10 @@ class ScheduleServer:
                 self._on_schedule_timeout(schedule_id, now)
                 fired.append({"kind": "schedule", "id": schedule_id})
         return {"status": 200, "fired": fired}
+
+
+#: How `tick` names a fired task timeout, by its kind.
+TASK_TIMEOUT_KINDS = {RETRY: "retry", LEASE: "lease"}
 
 
 # ---- routes: operations.md op -> arguments checked -> typed handler --------------------
@@ -357,6 +339,23 @@ ROUTES: dict[str, Route] = {
     "schedule.search": _search,
     "promise.create": lambda server, args, now: server.promise_create(parse_promise_create(args), now),
     "promise.get": lambda server, args, now: server.promise_get(parse_id(args), now),
+    "promise.settle": lambda server, args, now: server.promise_settle(parse_promise_settle(args), now),
+    "promise.register_callback":
+        lambda server, args, now: server.promise_register_callback(*parse_register_callback(args), now),
+    "promise.register_listener":
+        lambda server, args, now: server.promise_register_listener(*parse_register_listener(args), now),
+    "promise.search": lambda server, args, now: server.promise_search(now),
+    "task.get": lambda server, args, now: server.task_get(parse_id(args), now),
+    "task.create": lambda server, args, now: server.task_create(parse_task_create(args), now),
+    "task.acquire": lambda server, args, now: server.task_acquire(parse_task_acquire(args), now),
+    "task.fence": lambda server, args, now: server.task_fence(parse_task_fence(args), now),
+    "task.heartbeat": lambda server, args, now: server.task_heartbeat(parse_task_heartbeat(args), now),
+    "task.suspend": lambda server, args, now: server.task_suspend(parse_task_suspend(args), now),
+    "task.fulfill": lambda server, args, now: server.task_fulfill(parse_task_fulfill(args), now),
+    "task.release": lambda server, args, now: server.task_release(*parse_task_version(args), now),
+    "task.halt": lambda server, args, now: server.task_halt(parse_id(args), now),
+    "task.continue": lambda server, args, now: server.task_continue(parse_id(args), now),
+    "task.search": lambda server, args, now: server.task_search(now),
     "schedule.timeout": lambda server, args, now: server.on_schedule_timeout(parse_id(args), now),
     "promise.timeout": lambda server, args, now: server.on_promise_timeout(parse_id(args), now),
     "tick": _tick,

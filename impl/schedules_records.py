@@ -107,6 +107,11 @@ class Task:
     ttl: int | None = None
     pid: str | None = None
 
+    def record(self) -> dict[str, Json]:
+        """What a response shows: how many resumes are buffered, not which."""
+        return {"id": self.id, "state": self.state, "version": self.version,
+                "resumes": len(self.resumes), "ttl": self.ttl, "pid": self.pid}
+
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
@@ -308,3 +313,136 @@ def parse_search(args: Json) -> SearchRequest:
         raise InvalidRequest(f"cursor must be a string, not {type(cursor).__name__}")
     tags = args.get("tags")
     return SearchRequest(tags={} if tags is None else check_tags(tags, "tags"), limit=limit, cursor=cursor)
+
+
+# ---- promise and task requests ----------------------------------------------------------
+
+#: What a caller may settle a promise to; timing out is the promise's own timeout's job.
+SETTLE_STATES: tuple[PromiseState, ...] = ("resolved", "rejected", "rejected_canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class PromiseSettle:
+    id: str
+    state: PromiseState
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCreate:
+    pid: str
+    ttl: int
+    promise: PromiseCreate
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAcquire:
+    id: str
+    version: int
+    pid: str
+    ttl: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFence:
+    id: str
+    version: int
+    action: PromiseCreate | PromiseSettle
+
+
+@dataclass(frozen=True, slots=True)
+class TaskHeartbeat:
+    pid: str
+    tasks: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSuspend:
+    id: str
+    version: int
+    awaited: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFulfill:
+    id: str
+    version: int
+    settle: PromiseSettle
+
+
+def check_version(value: Json) -> int:
+    if type(value) is not int:
+        raise InvalidRequest(f"version must be an integer, not {type(value).__name__}")
+    if value < 0:
+        raise InvalidRequest(f"version must not be negative, got {value}")
+    return value
+
+
+def check_list(value: Json, name: str) -> list[Json]:
+    if not isinstance(value, list):
+        raise InvalidRequest(f"{name} must be a list, not {type(value).__name__}")
+    return value
+
+
+def parse_promise_settle(args: Json) -> PromiseSettle:
+    args = check_args(args, ("id", "state", "value"))
+    state = args["state"]
+    if state not in SETTLE_STATES:
+        raise InvalidRequest(f"state must be one of {', '.join(SETTLE_STATES)}, got {state!r}")
+    return PromiseSettle(check_id(args["id"]), state, check_value(args["value"], "value"))
+
+
+def parse_register_callback(args: Json) -> tuple[str, str]:
+    args = check_args(args, ("awaited", "awaiter"))
+    return check_id(args["awaited"], "awaited"), check_id(args["awaiter"], "awaiter")
+
+
+def parse_register_listener(args: Json) -> tuple[str, str]:
+    args = check_args(args, ("awaited", "address"))
+    return check_id(args["awaited"], "awaited"), check_id(args["address"], "address")
+
+
+def parse_task_create(args: Json) -> TaskCreate:
+    args = check_args(args, ("pid", "ttl", "action"))
+    return TaskCreate(check_id(args["pid"], "pid"), check_time(args["ttl"], "ttl"),
+                      parse_promise_create(args["action"]))
+
+
+def parse_task_acquire(args: Json) -> TaskAcquire:
+    args = check_args(args, ("id", "version", "pid", "ttl"))
+    return TaskAcquire(check_id(args["id"]), check_version(args["version"]), check_id(args["pid"], "pid"),
+                       check_time(args["ttl"], "ttl"))
+
+
+def parse_task_fence(args: Json) -> TaskFence:
+    args = check_args(args, ("id", "version", "action"))
+    action = args["action"]
+    kind = action.get("kind") if isinstance(action, dict) else None
+    if kind not in ("create", "settle"):
+        raise InvalidRequest("action must be an object whose kind is 'create' or 'settle'")
+    inner = {key: item for key, item in action.items() if key != "kind"}
+    parsed = parse_promise_create(inner) if kind == "create" else parse_promise_settle(inner)
+    return TaskFence(check_id(args["id"]), check_version(args["version"]), parsed)
+
+
+def parse_task_heartbeat(args: Json) -> TaskHeartbeat:
+    args = check_args(args, ("pid", "tasks"))
+    refs = [check_args(ref, ("id", "version")) for ref in check_list(args["tasks"], "tasks")]
+    return TaskHeartbeat(check_id(args["pid"], "pid"),
+                         tuple((check_id(ref["id"]), check_version(ref["version"])) for ref in refs))
+
+
+def parse_task_suspend(args: Json) -> TaskSuspend:
+    args = check_args(args, ("id", "version", "actions"))
+    awaited = tuple(parse_register_callback(action)[0] for action in check_list(args["actions"], "actions"))
+    return TaskSuspend(check_id(args["id"]), check_version(args["version"]), awaited)
+
+
+def parse_task_fulfill(args: Json) -> TaskFulfill:
+    args = check_args(args, ("id", "version", "action"))
+    return TaskFulfill(check_id(args["id"]), check_version(args["version"]), parse_promise_settle(args["action"]))
+
+
+def parse_task_version(args: Json) -> tuple[str, int]:
+    args = check_args(args, ("id", "version"))
+    return check_id(args["id"]), check_version(args["version"])

@@ -416,6 +416,11 @@ class Store:
         return [row[0] for row in self.db.execute(
             "SELECT id FROM schedule_timeouts WHERE timeout <= ? ORDER BY timeout, id", (now,))]
 
+    def due_task_timeouts(self, now: int) -> list[tuple[str, int]]:
+        """(id, kind) of the task timeouts at or before `now`, in firing order."""
+        return self.db.execute("SELECT id, kind FROM task_timeouts WHERE timeout <= ? "
+                               "ORDER BY timeout, id, kind", (now,)).fetchall()
+
     def due_promise_timeouts(self, bound: int) -> list[str]:
         """Ids of the promise timeouts at or before `bound`, in firing order."""
         return [row[0] for row in self.db.execute(

@@ -1,4 +1,4 @@
-"""Resonate schedules' properties (spec/schedules.md SP-01..SP-12) as plain predicates.
+"""Resonate schedules' properties (spec/schedules.md SP-01..SP-17) as plain predicates.
 
 They speak only the JSON of docs/operations.md: a state invariant takes one observable
 state; a transition property takes the states before and after one step, the step
@@ -18,7 +18,8 @@ from duespec.model.schedules.expand import expand
 State = dict[str, Any]
 Step = dict[str, Any]
 
-READ_ONLY_OPS = frozenset({"schedule.get", "schedule.search", "promise.get"})
+READ_ONLY_OPS = frozenset({"schedule.get", "schedule.search", "promise.get", "promise.search", "task.get",
+                           "task.search"})
 
 
 def _by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -258,12 +259,132 @@ def expired_at_creation_dispatches_nothing(before: State, step: Step, after: Sta
     return True
 
 
+# --- promises and tasks (SP-13..SP-17) ---------------------------------------------------
+
+FENCED_OPS = frozenset({"task.fence", "task.suspend", "task.fulfill", "task.release"})
+ACQUIRING_OPS = frozenset({"task.acquire", "task.create"})
+
+
+def _live(p: dict[str, Any] | None, now: int) -> bool:
+    return p is not None and p["state"] == "pending" and p["timeoutAt"] > now
+
+
+def settled_promise_never_changes(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-13: a settled promise never changes again (state, value, settledAt, registrations)."""
+    promises_after = _by_id(after["promises"])
+    for p in before["promises"]:
+        if p["state"] != "pending":
+            reached("SP-13.settled_kept")
+            if promises_after.get(p["id"]) != p:
+                return False
+    return True
+
+
+def one_holder_per_version(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-14: fencing. A task's version only grows, and only by an acquisition (task.acquire or
+    task.create answering 200), by exactly one, to a single holder; a holder keeps its
+    version until it lets go; a fenced op (fence, suspend, fulfill, release) succeeds only
+    for the current version of an acquired task whose promise is live; a heartbeat renews
+    only the leases of tasks the caller holds at the versions it names."""
+    tasks_before, promises_before = _by_id(before["tasks"]), _by_id(before["promises"])
+    status, op = step["result"].get("status"), step["op"]
+    for t in after["tasks"]:
+        old = tasks_before.get(t["id"])
+        if old is None:
+            if t["version"] != (1 if t["state"] == "acquired" else 0):
+                return False
+            continue
+        if t["version"] == old["version"]:
+            if t["state"] == "acquired" and old["state"] == "acquired" and t["pid"] != old["pid"]:
+                return False
+            if t["state"] == "acquired" and old["state"] != "acquired":
+                return False  # acquired without a new version: two holders of one version
+            continue
+        reached("SP-14.acquired")
+        if not (t["version"] == old["version"] + 1 and t["state"] == "acquired"
+                and op in ACQUIRING_OPS and status == 200):
+            return False
+    if op in FENCED_OPS and status in (200, 300):
+        reached("SP-14.fenced")
+        held = tasks_before.get(step["args"]["id"])
+        if held is None or held["state"] != "acquired" or held["version"] != step["args"]["version"] \
+                or not _live(promises_before.get(held["id"]), step["now"]):
+            return False
+    if op == "task.heartbeat" and status == 200:
+        leases_before = {t["id"]: t["timeout"] for t in before["taskTimeouts"] if t["kind"] == 1}
+        named = {(ref["id"], ref["version"]) for ref in step["args"]["tasks"]}
+        for lease in after["taskTimeouts"]:
+            if lease["kind"] == 1 and leases_before.get(lease["id"]) != lease["timeout"]:
+                reached("SP-14.renewed")
+                held = tasks_before.get(lease["id"])
+                if held is None or held["pid"] != step["args"]["pid"] or (held["id"], held["version"]) not in named:
+                    return False
+    return True
+
+
+def fulfilled_task_never_returns(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-15: a fulfilled task stays exactly as it is: never pending, acquired or resumed again."""
+    tasks_after = _by_id(after["tasks"])
+    for t in before["tasks"]:
+        if t["state"] == "fulfilled":
+            reached("SP-15.fulfilled_kept")
+            if tasks_after.get(t["id"]) != t:
+                return False
+    return True
+
+
+def every_callback_resumed_once(before: State, step: Step, after: State, profile: str) -> bool:
+    """SP-16: when a promise settles, each callback's task is resumed exactly once (its
+    resumes name the promise once, and a suspended one is suspended no more) unless it is
+    done, each listener gets one unblock carrying the settled record, and nothing is left
+    registered: not on the promise, not in any pending promise's callbacks."""
+    promises_after, tasks_after = _by_id(after["promises"]), _by_id(after["tasks"])
+    tasks_before = _by_id(before["tasks"])
+    outbox = {(e["address"], e["message"]["promise"]["id"]): e["message"]["promise"]
+              for e in after["outbox"] if e["message"]["kind"] == "unblock"}
+    for p in before["promises"]:
+        settled = promises_after.get(p["id"])
+        if p["state"] != "pending" or settled is None or settled["state"] == "pending":
+            continue
+        if settled["callbacks"] or settled["listeners"]:
+            return False
+        if any(p["id"] in q["callbacks"] for q in after["promises"] if q["state"] == "pending"):
+            return False
+        for awaiter in p["callbacks"]:
+            reached("SP-16.callback")
+            t = tasks_after.get(awaiter)
+            if t is None or t["state"] == "fulfilled":
+                continue
+            old = tasks_before.get(awaiter)
+            if t["resumes"].count(p["id"]) != 1 or (old is not None and old["state"] == "suspended"
+                                                     and t["state"] == "suspended"):
+                return False
+        for address in p["listeners"]:
+            reached("SP-16.listener")
+            record = {k: v for k, v in settled.items() if k not in ("callbacks", "listeners")}
+            if outbox.get((address, p["id"])) != record:
+                return False
+    return True
+
+
+def task_timeouts_match_task_state(state: State) -> bool:
+    """SP-17: a pending task has exactly one timeout, its retry; an acquired one exactly one,
+    its lease; a suspended, halted or fulfilled task none; no timeout without a task."""
+    reached("SP-17.state")
+    kinds: dict[str, list[int]] = {}
+    for t in state["taskTimeouts"]:
+        kinds.setdefault(t["id"], []).append(t["kind"])
+    expected = {t["id"]: {"pending": [0], "acquired": [1]}.get(t["state"], []) for t in state["tasks"]}
+    return all(kinds.get(id, []) == want for id, want in expected.items()) and set(kinds) <= set(expected)
+
+
 StateInvariant = Callable[[State], bool]
 TransitionProperty = Callable[[State, Step, State, str], bool]
 
 STATE_INVARIANTS: tuple[StateInvariant, ...] = (
     every_schedule_armed_at_next_run,
     last_run_precedes_next_run,
+    task_timeouts_match_task_state,
 )
 TRANSITION_PROPERTIES: tuple[TransitionProperty, ...] = (
     catch_up_is_chronological,
@@ -277,4 +398,8 @@ TRANSITION_PROPERTIES: tuple[TransitionProperty, ...] = (
     expired_at_creation_dispatches_nothing,
     rejected_request_changes_nothing,
     reads_change_nothing,
+    settled_promise_never_changes,
+    one_holder_per_version,
+    fulfilled_task_never_returns,
+    every_callback_resumed_once,
 )

@@ -191,7 +191,7 @@ def test_timer_times_out_resolved(lean: ScheduleServer) -> None:
 
 
 def test_promise_timeout_unblocks_listeners_scrubs_and_resumes_awaiters(lean: ScheduleServer) -> None:
-    """No operation registers callbacks or listeners, so they are planted in the store."""
+    """Registrations planted straight in the store, so the test names exactly the ones it needs."""
     store = lean.store
     with store.transaction():
         nothing = Value({}, None)

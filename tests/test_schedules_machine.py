@@ -12,8 +12,8 @@ from duespec.spec import schedules_properties as spec
 from duespec.systems import get_system
 from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget, config_of
 
-#: Small enough for `make test`; `duespec check schedules` runs the full default budget.
-EXAMPLES, STEPS = 150, 50
+#: The default budget of `duespec check schedules`: what a default campaign must reach.
+EXAMPLES, STEPS = 200, 50
 
 
 @pytest.mark.parametrize("profile", SYSTEM.profiles)
@@ -46,7 +46,7 @@ def test_the_system_is_registered() -> None:
 
 
 @pytest.mark.parametrize("config", [
-    {"profile": "cron"}, {"profile": "lean", "retry_timeout": -1},
+    {"profile": "cron"}, {"profile": "lean", "retry_timeout": -1}, {"profile": "lean", "retry_timeout": 0},
     {"profile": "lean", "retry_timeout": 1.5}, {"profile": "lean", "max_open": 3},
 ])
 def test_a_bad_config_is_refused_by_both_targets(config: dict[str, object]) -> None:
@@ -116,3 +116,13 @@ def test_delete_and_create_properties_reject_their_bugs() -> None:
     overwritten = {**after, "schedules": [{**after["schedules"][0], "cron": "0 * * * *"}]}
     assert not spec.create_is_idempotent(before, step, overwritten, "lean")
     assert not spec.every_schedule_armed_at_next_run({**after, "scheduleTimeouts": []})
+
+
+def test_the_coverage_report_says_why_a_requirement_is_never_reached() -> None:
+    from collections import Counter
+
+    from duespec.campaigns.report import coverage_report
+    report = coverage_report(SYSTEM, "lean", Counter({"S-01.found": 1}))
+    assert "never reached: X-04, by design: the end of time" in report.render()
+    assert set(report.to_json()["never_reached_reasons"]) == {"X-04"}
+    assert "(checked elsewhere, or not by this machine)" in report.render()  # the IDs without a reason

@@ -33,7 +33,8 @@ from typing import Callable, Sequence
 
 #: Sections in print order; a system adds its own module here.
 SECTIONS: tuple[str, ...] = ("duespec.bench.duebook", "duespec.bench.proofs", "duespec.bench.schedules",
-                               "duespec.bench.schedules_store", "duespec.bench.cron", "duespec.bench.traces",
+                               "duespec.bench.schedules_store", "duespec.bench.schedules_surface",
+                               "duespec.bench.cron", "duespec.bench.traces",
                                "duespec.bench.conform", "duespec.bench.wire")
 
 #: The fewest alternated repeats behind any timed figure.

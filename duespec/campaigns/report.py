@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,8 @@ class CoverageReport:
     catalogue_size: int
     #: Why the catalogue could not be read, if it could not (then nothing is "never reached").
     catalogue_problem: str | None = None
+    #: Never-reached ID -> why the machine cannot reach it (System.unreached_reasons).
+    reasons: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class CoverageReport:
             "reached": self.reached, "never_reached": self.never_reached,
             "missing_required_tags": self.missing_required, "unknown_tags": self.unknown,
             "catalogue_problem": self.catalogue_problem,
+            "never_reached_reasons": {id: self.reasons[id] for id in self.never_reached if id in self.reasons},
         }
 
     def render(self) -> str:
@@ -83,8 +86,13 @@ class CoverageReport:
                                  for tag, count in tags.items())
             lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  {branches}")
         if self.never_reached:
-            lines.append("  never reached: " + ", ".join(self.never_reached)
-                         + " (checked elsewhere, or not by this machine)")
+            explained = [id for id in self.never_reached if id in self.reasons]
+            others = [id for id in self.never_reached if id not in self.reasons]
+            for id in explained:
+                lines.append(f"  never reached: {id}, by design: {self.reasons[id]}")
+            if others:
+                lines.append("  never reached: " + ", ".join(others)
+                             + " (checked elsewhere, or not by this machine)")
         if self.missing_required:
             lines.append("  required tags not reached (a default campaign must reach them): " + ", ".join(self.missing_required))
         if self.unknown:
@@ -108,7 +116,7 @@ def coverage_report(system: System, profile: str, coverage: Counter[str]) -> Cov
         never_reached=[requirement for requirement in ids if requirement not in grouped],
         missing_required=sorted(tag for tag in system.required_tags if not coverage[tag]),
         unknown=sorted(tag for tag in coverage if requirement_of(tag) not in known) if ids else [],
-        catalogue_size=len(ids), catalogue_problem=problem,
+        catalogue_size=len(ids), catalogue_problem=problem, reasons=dict(system.unreached_reasons),
     )
 
 

@@ -37,7 +37,8 @@ class System:
     #: every state change shows in some response (replay then needs no model to know
     #: the state a trace with recorded results must leave).
     implied_state: Callable[[dict[str, Any]], ImpliedState] | None = None
-
+    #: Requirement ID -> why this machine's campaigns do not reach it (and what checks it).
+    unreached_reasons: dict[str, str] = field(default_factory=dict)
 
 
 class ImpliedState(Protocol):

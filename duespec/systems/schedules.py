@@ -38,8 +38,9 @@ def config_of(config: dict[str, Json]) -> model.Config:
     retry_timeout = config.get("retry_timeout", DEFAULT_RETRY_TIMEOUT)
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if type(retry_timeout) is not int or not 0 <= retry_timeout <= MAX_TIME:
-        raise ValueError(f"retry_timeout must be an integer in [0, {MAX_TIME}], got {retry_timeout!r}")
+    if type(retry_timeout) is not int or not 1 <= retry_timeout <= MAX_TIME:
+        raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm a "
+                         f"retry due at once, forever), got {retry_timeout!r}")
     return model.Config(retry_timeout=retry_timeout, profile=profile)
 
 
@@ -170,6 +171,39 @@ DELAYED_AN_HOUR = {**TARGET, "resonate:delay": "in an hour"}
 INVALID_TAGS = ({"resonate:delay": "-5"}, {"resonate:delay": "soon"}, {"k": 1}, [])
 INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None)
 PROMISE_IDS = ("p1", "p2", "nightly.1")
+
+#: Promise and task handlers: ids, workers, leases (a few ms, a second, a minute: the clock's
+#: moves lapse them), what a caller settles to, and malformed requests.
+TASK_IDS = ("t1", "t2", "p1")
+#: A promise the machine creates for a task to suspend on when no other is pending.
+AWAITED_ID = "awaited"
+PIDS = ("w1", "w2")
+TTLS = (0, 1000, MINUTE, HOUR)
+SETTLE_STATES = ("resolved", "rejected", "rejected_canceled")
+TASK_STORIES = ("lease_lapses", "resumed_by_settle", "resumed_by_timeout", "resume_buffered",
+                "fulfil_resumes_another", "stale_worker", "halt_twice_then_continue",
+                "fence_then_create_on_untargeted")
+#: One malformed request per op, and the two searches (501 whatever the args).
+ODD_TASK_REQUESTS = (
+    ("promise.settle", {"id": "t1", "state": "pending", "value": PARAMS[0]}),
+    ("promise.settle", {"id": "t1", "state": "resolved"}),
+    ("promise.register_callback", {"awaited": "", "awaiter": "t1"}),
+    ("promise.register_listener", {"awaited": "t1", "address": 7}),
+    ("task.get", {"id": ["t1"]}),
+    ("task.create", {"pid": "w1", "ttl": -1, "action": {}}),
+    ("task.acquire", {"id": "t1", "version": True, "pid": "w1", "ttl": 0}),
+    ("task.acquire", {"id": "t1", "version": -1, "pid": "w1", "ttl": 0}),
+    ("task.fence", {"id": "t1", "version": 1, "action": {"kind": "drop", "id": "t1"}}),
+    ("task.heartbeat", {"pid": "w1", "tasks": [{"id": "t1"}]}),
+    ("task.suspend", {"id": "t1", "version": 1, "actions": [{"awaited": "p1"}]}),
+    ("task.fulfill", {"id": "t1", "version": 1, "action": {"id": "t1", "state": "rejected_timedout",
+                                                           "value": PARAMS[0]}}),
+    ("task.release", {"id": "t1"}),
+    ("task.halt", None),
+    ("task.continue", {"id": ""}),
+    ("promise.search", {}), ("promise.search", {"state": "pending", "limit": 10}),
+    ("task.search", {}), ("task.search", {"state": "acquired", "cursor": "t1"}),
+)
 
 #: Most catch-up occurrences one clock move may owe, over all schedules: bounds a step's work.
 MAX_OWED_PER_JUMP = 60
@@ -371,6 +405,219 @@ class SchedulesMachine(LockstepMachine):
     def tick(self) -> None:
         self.act("tick", {})
 
+    # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
+    # state machine. Targets are drawn from the oracle's state most of the time (the
+    # current holder at its version, a pending promise, a suspended task's awaited) so
+    # that runs reach a lease lapsing, a suspension resumed by a settle or a timeout, and
+    # listeners unblocked; a stale version, another worker or a name from the pool the rest.
+
+    def tasks(self, *states: str) -> list[dict[str, Json]]:
+        return [t for t in self.state["tasks"] if not states or t["state"] in states]
+
+    def live(self, id: str) -> bool:
+        return any(p["id"] == id and p["state"] == "pending" and p["timeoutAt"] > self.now
+                   for p in self.state["promises"])
+
+    def pick_promise(self, pick: int, fallback: str, pending: bool = False) -> str:
+        """A stored promise (a pending one before its timeout if asked), else `fallback`."""
+        promises = [p["id"] for p in self.state["promises"] if not pending or self.live(p["id"])]
+        return promises[pick % len(promises)] if promises and pick % 8 else fallback
+
+    def pick_task(self, pick: int, *states: str) -> dict[str, Json]:
+        """A task in one of `states`, mostly one whose promise is live, else any task; one
+        pick in eight a name from the pool."""
+        live = [t for t in self.tasks(*states) if self.live(t["id"])] if pick % 4 else []
+        tasks = live or self.tasks(*states) or self.tasks()
+        if tasks and pick % 8:
+            return tasks[pick % len(tasks)]
+        return {"id": TASK_IDS[pick % len(TASK_IDS)], "version": 0, "pid": None}
+
+    @initialize(work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
+    def some_work_to_start_with(self, work: str, ttl: int) -> None:
+        """Most runs start with a task to work on: a targeted promise's pending task, one
+        already acquired by task.create, or both; the rules then take them through their
+        states (a run of 50 steps that must first stumble on a task rarely gets far)."""
+        if work in ("promise", "both"):
+            self.act("promise.create", {"id": TASK_IDS[2], "timeoutAt": self.now + DAY, "param": PARAMS[0],
+                                        "tags": TARGET})
+        if work in ("task", "both"):
+            self.act("task.create", {"pid": PIDS[0], "ttl": ttl, "action": {
+                "id": TASK_IDS[0], "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
+
+    @rule(op=st.sampled_from(("task.create", "task.create", "task.acquire", "task.acquire",
+                              "task.heartbeat", "task.release", "task.halt", "task.continue", "task.get")),
+          pick=st.integers(0, 30), other=st.integers(0, 30), off=st.sampled_from((0, 0, 0, -1, 1)),
+          pid=st.sampled_from(PIDS), ttl=st.sampled_from(TTLS), timeout=st.sampled_from((-1, MINUTE, DAY)),
+          tags=st.sampled_from(({}, TARGET, TARGET, {**TARGET, "resonate:timer": "true"})),
+          stranger=st.booleans())
+    def task_lifecycle(self, op: str, pick: int, other: int, off: int, pid: str, ttl: int, timeout: int,
+                       tags: Json, stranger: bool) -> None:
+        """Create, acquire (mostly a pending task at its version), heartbeat (mostly the
+        holder), release, halt, continue, get."""
+        if op == "task.create":
+            self.act(op, {"pid": pid, "ttl": ttl, "action": {
+                "id": self.pick_promise(pick, TASK_IDS[pick % len(TASK_IDS)]) if stranger else
+                TASK_IDS[pick % len(TASK_IDS)], "timeoutAt": max(self.now + timeout, 0),
+                "param": PARAMS[0], "tags": tags}})
+        elif op == "task.acquire":
+            t = self.pick_task(pick, "pending")
+            self.act(op, {"id": t["id"], "version": max(t["version"] + off, 0), "pid": pid, "ttl": ttl})
+        elif op == "task.heartbeat":
+            t = self.holder(pick)
+            refs = [{"id": t["id"], "version": max(t["version"] + min(off, 0), 0)}]
+            if other % 3 == 0:
+                extra = self.pick_task(other)
+                refs.append({"id": extra["id"], "version": extra["version"]})
+            holder = t.get("pid")
+            self.act(op, {"pid": pid if stranger or holder is None else holder, "tasks": refs})
+        elif op == "task.release":
+            t = self.holder(pick)
+            self.act(op, {"id": t["id"], "version": max(t["version"] + min(off, 0), 0)})
+        else:
+            preferred = {"task.halt": ("pending", "acquired", "suspended", "halted")[pick % 3:],
+                         "task.continue": ("halted",)}
+            self.act(op, {"id": self.pick_task(pick, *preferred.get(op, ()))["id"]})
+
+    def holder(self, pick: int, awaited_first: bool = False) -> dict[str, Json]:
+        """An acquired task with a live promise (one somebody awaits first, if asked); when
+        there is none but a pending task with one, a worker first acquires it (its own
+        step), so the holder's work is reached."""
+        if awaited_first:
+            waited_on = [t for t in self.tasks("acquired") if self.live(t["id"]) and
+                         any(p["id"] == t["id"] and p["callbacks"] for p in self.state["promises"])]
+            if waited_on:
+                return waited_on[pick % len(waited_on)]
+        if not any(self.live(t["id"]) for t in self.tasks("acquired")):
+            pending = [t for t in self.tasks("pending") if self.live(t["id"])]
+            if pending and pick % 8:
+                t = pending[pick % len(pending)]
+                self.act("task.acquire", {"id": t["id"], "version": t["version"], "pid": PIDS[0], "ttl": MINUTE})
+        return self.pick_task(pick, "acquired")
+
+    @rule(op=st.sampled_from(("task.suspend", "task.suspend", "task.fulfill", "task.fence")),
+          pick=st.integers(0, 30), off=st.sampled_from((0, 0, 0, -1)),
+          awaited=st.lists(st.integers(0, 30), min_size=1, max_size=2), live=st.booleans(),
+          state=st.sampled_from(SETTLE_STATES), create=st.booleans(), tags=st.sampled_from(({}, TARGET)))
+    def task_work(self, op: str, pick: int, off: int, awaited: list[int], live: bool, state: str,
+                  create: bool, tags: Json) -> None:
+        """What the holder does (mostly at its version): suspend on pending promises (parked)
+        or on any (300, 422), fulfil, or a fenced create or settle."""
+        t = self.holder(pick, awaited_first=op == "task.fulfill")
+        id, version = t["id"], max(t["version"] + off, 0)
+        if op == "task.suspend":
+            others = [p["id"] for p in self.state["promises"] if self.live(p["id"]) and p["id"] != id]
+            if live and not others:
+                timer = pick % 2 == 0  # a timer resolves by its timeout: the resume comes from tick
+                self.act("promise.create", {"id": AWAITED_ID, "timeoutAt": self.now + (MINUTE if timer else HOUR),
+                                            "param": PARAMS[0], "tags": {"resonate:timer": "true"} if timer else {}})
+                others = [AWAITED_ID]
+            actions = [{"awaited": others[a % len(others)] if live else self.pick_promise(a, "absent"),
+                        "awaiter": id} for a in awaited]
+            self.act(op, {"id": id, "version": version, "actions": actions})
+        elif op == "task.fulfill":
+            self.act(op, {"id": id, "version": version,
+                          "action": {"id": id, "state": state, "value": PARAMS[1]}})
+        elif create:
+            self.act(op, {"id": id, "version": version, "action": {
+                "kind": "create", "id": TASK_IDS[pick % len(TASK_IDS)] + ".child",
+                "timeoutAt": self.now + MINUTE, "param": PARAMS[0], "tags": tags}})
+        else:
+            self.act(op, {"id": id, "version": version, "action": {
+                "kind": "settle", "id": self.pick_promise(pick, "absent", pending=True),
+                "state": state, "value": PARAMS[0]}})
+
+    @rule(op=st.sampled_from(("promise.settle", "promise.register_callback", "promise.register_listener")),
+          pick=st.integers(0, 30), other=st.integers(0, 30), state=st.sampled_from(SETTLE_STATES),
+          live=st.booleans(), address=st.sampled_from(("poll://a", "poll://b")))
+    def promise_waits(self, op: str, pick: int, other: int, state: str, live: bool, address: str) -> None:
+        """Settle (mostly a promise somebody waits on, so callbacks and listeners fire), or
+        register a callback (mostly with a targeted awaiter) or a listener."""
+        if op == "promise.settle":
+            suspended = {t["id"] for t in self.tasks("suspended")}
+            waited = ([p["id"] for p in self.state["promises"] if suspended & set(p["callbacks"])]
+                      if pick % 2 else [])
+            waited = waited or [p["id"] for p in self.state["promises"] if p["callbacks"] or p["listeners"]]
+            id = waited[pick % len(waited)] if live and waited else \
+                self.pick_promise(pick, "absent", pending=pick % 3 != 0)
+            self.act(op, {"id": id, "state": state, "value": PARAMS[1]})
+        elif op == "promise.register_callback":
+            busy = {t["id"] for t in self.tasks("pending", "acquired", "halted")}
+            awaiters = ([p["id"] for p in self.state["promises"] if p["id"] in busy] if other % 2 else []) or \
+                [p["id"] for p in self.state["promises"] if "resonate:target" in p["tags"]]
+            awaiter = awaiters[other % len(awaiters)] if awaiters and other % 6 else \
+                ("absent" if other % 4 else self.pick_promise(other, "absent"))
+            self.act(op, {"awaited": self.pick_promise(pick, "absent", pending=live), "awaiter": awaiter})
+        else:
+            self.act(op, {"awaited": self.pick_promise(pick, "absent", pending=live), "address": address})
+
+    @rule(story=st.sampled_from(TASK_STORIES), pick=st.integers(0, 30), off=st.sampled_from((-1, 1)))
+    def task_story(self, story: str, pick: int, off: int) -> None:
+        """A few steps that lead to one of the paths a random walk rarely finds in 50 steps,
+        each step checked like any other (half of them after a heartbeat, by the holder or by
+        another worker): a lease renewed, then lapsing; a suspended task resumed by a
+        settle or by a timer's timeout; a busy task's resume buffered; a listener unblocked
+        by a timeout; a holder's fulfil resuming another task; a stale worker fenced out;
+        halt twice then continue; task.create taking a pending task or refused."""
+        t = self.holder(pick)
+        id, version = t["id"], t["version"]
+        if story == "lease_lapses" or pick % 2:
+            # a moment later the holder heartbeats (renewed), or a worker that is not the holder does
+            self.move_clock(self.now + 1)
+            pid = "stranger" if pick % 4 == 1 else t.get("pid") or PIDS[0]
+            self.act("task.heartbeat", {"pid": pid, "tasks": [{"id": id, "version": version}]})
+        if story == "lease_lapses":
+            lease = [x["timeout"] for x in self.state["taskTimeouts"] if x["id"] == id and x["kind"] == 1]
+            self.move_clock(lease[0] if lease else self.now + 1)
+            self.act("tick", {})
+        elif story in ("resumed_by_settle", "resumed_by_timeout"):
+            by_timeout = story == "resumed_by_timeout"
+            awaited = f"{AWAITED_ID}.{pick}"
+            self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
+                                        "tags": {"resonate:timer": "true"} if by_timeout else {}})
+            self.act("promise.register_listener", {"awaited": awaited, "address": "poll://a"})
+            self.act("task.suspend", {"id": id, "version": version,
+                                      "actions": [{"awaited": awaited, "awaiter": id}]})
+            if by_timeout:
+                self.move_clock(self.now + MINUTE)
+                self.act("tick", {})
+            else:
+                self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
+        elif story == "resume_buffered":
+            awaited = f"{AWAITED_ID}.{pick}"
+            self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
+                                        "tags": {}})
+            self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
+            self.act("promise.settle", {"id": awaited, "state": "rejected", "value": PARAMS[1]})
+        elif story == "fulfil_resumes_another":
+            waiter = f"{AWAITED_ID}.{pick}"
+            self.act("task.create", {"pid": PIDS[1], "ttl": HOUR, "action": {
+                "id": waiter, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
+            self.act("task.suspend", {"id": waiter, "version": 1, "actions": [{"awaited": id, "awaiter": waiter}]})
+            self.act("task.fulfill", {"id": id, "version": version,
+                                      "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
+        elif story == "stale_worker":
+            self.act("task.release", {"id": id, "version": max(version + off, 0)})
+            self.act("task.release", {"id": id, "version": version})
+            self.act("task.acquire", {"id": id, "version": max(version + off, 0), "pid": PIDS[1], "ttl": MINUTE})
+            self.act("task.create", {"pid": PIDS[1], "ttl": MINUTE, "action": {
+                "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
+        elif story == "halt_twice_then_continue":
+            self.act("task.halt", {"id": id})
+            self.act("task.halt", {"id": id})
+            self.act("task.continue", {"id": id})
+        else:  # fence_then_create_on_untargeted
+            self.act("task.fence", {"id": id, "version": version, "action": {
+                "kind": "create", "id": f"{id}.child", "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
+                "tags": {}}})
+            self.act("task.create", {"pid": PIDS[0], "ttl": MINUTE, "action": {
+                "id": f"{id}.child", "timeoutAt": self.now + MINUTE, "param": PARAMS[0], "tags": {}}})
+
+    @rule(request=st.sampled_from(ODD_TASK_REQUESTS))
+    def task_odd_requests(self, request: tuple[str, Json]) -> None:
+        """The two searches (501 whatever the args), and wrong shapes for every promise and
+        task op: 400 and nothing changes."""
+        self.act(*request)
+
     # --- state invariants (on the oracle, whose state the target has matched) ---
 
     def check_properties(self) -> None:
@@ -380,9 +627,8 @@ class SchedulesMachine(LockstepMachine):
 
 
 #: Branches every default campaign reaches in both profiles (checked by
-#: tests/test_schedules_machine.py). Not required: R-00.* and TO-01 callbacks/listeners
-#: (nothing in this API registers them), X-04 (the end of time: unit-tested), X-05's tags
-#: (one per profile).
+#: tests/test_schedules_machine.py). Not required: X-04 (the end of time: unit-tested),
+#: X-05's tags (one per profile).
 REQUIRED_TAGS = frozenset({
     "S-01.absent", "S-01.found",
     "S-02.created", "S-02.exists", "S-02.invalid",
@@ -401,6 +647,35 @@ REQUIRED_TAGS = frozenset({
     "SP-01.fired", "SP-02.tick", "SP-03.duplicate", "SP-03.new", "SP-04.delete",
     "SP-05.missing_schedule_fired", "SP-06.fired", "SP-07.refired", "SP-08.expired_at_creation",
     "SP-09.rejected", "SP-10.read", "SP-11.state", "SP-12.state",
+    # promises and tasks: every handler's main branch, the guard's refusals, and the paths
+    # the brief names (a lease lapsing, a suspension resumed by a settle and by a timeout,
+    # listeners unblocked). Not required: TO-04/TO-05's absent/not_* branches (unreachable
+    # through tick: SP-17), T-01/T-03..T-08/T-10 `no_promise` and T-02 `no_task` (every
+    # task is created with its promise and neither is ever deleted), and the rarer
+    # refusals, which the unit tests cover.
+    "R-00.resumed", "R-00.buffered", "R-00.fulfilled",
+    "TO-01.early", "TO-01.resumed", "TO-01.unblocked",
+    "P-03.absent", "P-03.already_settled", "P-03.projected", "P-03.settled", "P-03.resumed",
+    "P-03.unblocked", "P-03.invalid",
+    "P-04.absent", "P-04.no_awaiter", "P-04.already_settled", "P-04.registered", "P-04.awaiter_done",
+    "P-05.absent", "P-05.already_settled", "P-05.registered",
+    "P-06.not_implemented",
+    "T-01.found", "T-01.projected",
+    "T-02.created", "T-02.expired_at_creation", "T-02.no_target", "T-02.fulfilled", "T-02.acquired",
+    "T-02.busy",
+    "T-03.acquired", "T-03.stale_version", "T-03.wrong_state", "T-03.promise_done",
+    "T-04.create", "T-04.settle", "T-04.wrong_state",
+    "T-05.renewed", "T-05.not_held",
+    "T-06.suspended", "T-06.already_settled", "T-06.awaited_absent", "T-06.stale_version",
+    "T-07.fulfilled", "T-07.resumed", "T-07.wrong_state",
+    "T-08.released", "T-08.stale_version",
+    "T-09.halted", "T-09.already_halted", "T-09.fulfilled",
+    "T-10.continued", "T-10.not_halted",
+    "T-11.not_implemented",
+    "TO-04.redispatched", "TO-05.lapsed", "ENV-01.retry", "ENV-01.lease",
+    "X-06.settle_state",
+    "SP-13.settled_kept", "SP-14.acquired", "SP-14.fenced", "SP-15.fulfilled_kept", "SP-16.callback",
+    "SP-16.listener", "SP-17.state",
 })
 
 #: Argument names of each op, exactly as docs/operations.md lists them.
@@ -411,6 +686,21 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "schedule.search": ("tags", "limit", "cursor"),
     "promise.create": ("id", "timeoutAt", "param", "tags"),
     "promise.get": ("id",),
+    "promise.settle": ("id", "state", "value"),
+    "promise.register_callback": ("awaited", "awaiter"),
+    "promise.register_listener": ("awaited", "address"),
+    "promise.search": ("state", "tags", "limit", "cursor"),
+    "task.get": ("id",),
+    "task.create": ("pid", "ttl", "action"),
+    "task.acquire": ("id", "version", "pid", "ttl"),
+    "task.fence": ("id", "version", "action"),
+    "task.heartbeat": ("pid", "tasks"),
+    "task.suspend": ("id", "version", "actions"),
+    "task.fulfill": ("id", "version", "action"),
+    "task.release": ("id", "version"),
+    "task.halt": ("id",),
+    "task.continue": ("id",),
+    "task.search": ("state", "limit", "cursor"),
     "schedule.timeout": ("id",),
     "promise.timeout": ("id",),
     "tick": (),
@@ -429,4 +719,8 @@ SYSTEM = System(
                 "scheduleTimeouts", "outbox"),
     required_tags=REQUIRED_TAGS,
     optional_args={"schedule.search": ("tags", "limit", "cursor")},
+    unreached_reasons={
+        "X-04": "the end of time (an occurrence past MAX_TIME, year 9999) is years of ticks away from "
+                "the machine's clock; tests/test_schedules_model.py and test_schedules_impl.py check it",
+    },
 )

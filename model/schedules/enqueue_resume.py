@@ -1,8 +1,6 @@
 """R-00 enqueueResume (Lean 00-resume): wake an awaiter whose awaited promise settled.
 
-Reached from TO-01 only through callbacks, which nothing in this API registers (P-04 is
-outside the schedules scope), so a campaign cannot reach it; it is here so TO-01 reads
-exactly as the Lean does."""
+The version is not bumped (only an acquire does); a busy awaiter buffers the resume once."""
 
 from __future__ import annotations
 

@@ -31,6 +31,12 @@ def task_json(t: TaskObject) -> Json:
             "ttl": t.ttl, "pid": t.pid}
 
 
+def task_record_json(t: TaskObject) -> Json:
+    """Lean TaskObject.toRecord: a response carries how many resumes are buffered, not which."""
+    return {"id": t.id, "state": t.state, "version": t.version, "resumes": len(t.resumes),
+            "ttl": t.ttl, "pid": t.pid}
+
+
 def schedule_json(s: Schedule) -> Json:
     return {"id": s.id, "cron": s.cron, "promiseId": s.promise_id,
             "promiseTimeout": s.promise_timeout, "promiseParam": value_json(s.promise_param),

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from duespec.coverage import reached
 from duespec.model.schedules.clock import MAX_TIME, next_run
 from duespec.model.schedules.expand import TIMESTAMP_PLACEHOLDER
-from duespec.model.schedules.state import PromiseObject, Schedule, Tags, Value
+from duespec.model.schedules.state import PromiseObject, Schedule, Tags, TaskObject, Value
 from duespec.spec.cron_dialect import validate as validate_cron
 
 Json = Any
@@ -181,9 +182,174 @@ def id_req(args: Json) -> IdReq:
     return IdReq(id=id_value(exact_args(args, ("id",))["id"]))
 
 
+
+
+# ---- the promise and task handlers (P-03..P-06, T-01..T-11) ---------------------------
+
+#: States a caller may settle a promise to: pending is not a settlement and timing out
+#: belongs to the promise's own timeout (spec/schedules.md X-06).
+SETTLE_STATES = ("resolved", "rejected", "rejected_canceled")
+
+
+@dataclass(frozen=True)
+class PromiseSettleReq:
+    id: str
+    state: str
+    value: Value
+
+
+@dataclass(frozen=True)
+class RegisterCallbackReq:
+    awaited: str
+    awaiter: str
+
+
+@dataclass(frozen=True)
+class RegisterListenerReq:
+    awaited: str
+    address: str
+
+
+@dataclass(frozen=True)
+class TaskCreateReq:
+    pid: str
+    ttl: int
+    action: PromiseCreateReq
+
+
+@dataclass(frozen=True)
+class TaskAcquireReq:
+    id: str
+    version: int
+    pid: str
+    ttl: int
+
+
+@dataclass(frozen=True)
+class TaskFenceReq:
+    """action is the inner promise.create or promise.settle (Lean TaskFenceAction)."""
+
+    id: str
+    version: int
+    action: PromiseCreateReq | PromiseSettleReq
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class TaskHeartbeatReq:
+    pid: str
+    tasks: tuple[TaskRef, ...]
+
+
+@dataclass(frozen=True)
+class TaskSuspendReq:
+    id: str
+    version: int
+    actions: tuple[RegisterCallbackReq, ...]
+
+
+@dataclass(frozen=True)
+class TaskFulfillReq:
+    id: str
+    version: int
+    action: PromiseSettleReq
+
+
+@dataclass(frozen=True)
+class TaskVersionReq:
+    """TaskReleaseReq: an id and the version the caller holds."""
+
+    id: str
+    version: int
+
+
+def version_value(value: Json, name: str = "version") -> int:
+    if type(value) is not int or value < 0:
+        raise Invalid(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def list_value(value: Json, name: str) -> list[Json]:
+    if not isinstance(value, list):
+        raise Invalid(f"{name} must be a list, got {value!r}")
+    return value
+
+
+def promise_settle_req(args: Json) -> PromiseSettleReq:
+    args = exact_args(args, ("id", "state", "value"))
+    if args["state"] not in SETTLE_STATES:
+        reached("X-06.settle_state")
+        raise Invalid(f"state must be one of {', '.join(SETTLE_STATES)}, got {args['state']!r}")
+    return PromiseSettleReq(id=id_value(args["id"]), state=args["state"],
+                            value=value_value(args["value"], "value"))
+
+
+def register_callback_req(args: Json) -> RegisterCallbackReq:
+    args = exact_args(args, ("awaited", "awaiter"))
+    return RegisterCallbackReq(awaited=id_value(args["awaited"], "awaited"),
+                               awaiter=id_value(args["awaiter"], "awaiter"))
+
+
+def register_listener_req(args: Json) -> RegisterListenerReq:
+    args = exact_args(args, ("awaited", "address"))
+    return RegisterListenerReq(awaited=id_value(args["awaited"], "awaited"),
+                               address=id_value(args["address"], "address"))
+
+
+def task_create_req(args: Json) -> TaskCreateReq:
+    args = exact_args(args, ("pid", "ttl", "action"))
+    return TaskCreateReq(pid=id_value(args["pid"], "pid"), ttl=time_value(args["ttl"], "ttl"),
+                         action=promise_create_req(args["action"]))
+
+
+def task_acquire_req(args: Json) -> TaskAcquireReq:
+    args = exact_args(args, ("id", "version", "pid", "ttl"))
+    return TaskAcquireReq(id=id_value(args["id"]), version=version_value(args["version"]),
+                          pid=id_value(args["pid"], "pid"), ttl=time_value(args["ttl"], "ttl"))
+
+
+def task_fence_req(args: Json) -> TaskFenceReq:
+    args = exact_args(args, ("id", "version", "action"))
+    action = args["action"]
+    if not isinstance(action, dict) or action.get("kind") not in ("create", "settle"):
+        raise Invalid(f"action must be an object with kind 'create' or 'settle', got {action!r}")
+    inner = {k: v for k, v in action.items() if k != "kind"}
+    parsed = promise_create_req(inner) if action["kind"] == "create" else promise_settle_req(inner)
+    return TaskFenceReq(id=id_value(args["id"]), version=version_value(args["version"]), action=parsed)
+
+
+def task_heartbeat_req(args: Json) -> TaskHeartbeatReq:
+    args = exact_args(args, ("pid", "tasks"))
+    refs = tuple(TaskRef(id=id_value(ref["id"]), version=version_value(ref["version"]))
+                 for ref in (exact_args(r, ("id", "version")) for r in list_value(args["tasks"], "tasks")))
+    return TaskHeartbeatReq(pid=id_value(args["pid"], "pid"), tasks=refs)
+
+
+def task_suspend_req(args: Json) -> TaskSuspendReq:
+    args = exact_args(args, ("id", "version", "actions"))
+    actions = tuple(register_callback_req(a) for a in list_value(args["actions"], "actions"))
+    return TaskSuspendReq(id=id_value(args["id"]), version=version_value(args["version"]), actions=actions)
+
+
+def task_fulfill_req(args: Json) -> TaskFulfillReq:
+    args = exact_args(args, ("id", "version", "action"))
+    return TaskFulfillReq(id=id_value(args["id"]), version=version_value(args["version"]),
+                          action=promise_settle_req(args["action"]))
+
+
+def task_version_req(args: Json) -> TaskVersionReq:
+    args = exact_args(args, ("id", "version"))
+    return TaskVersionReq(id=id_value(args["id"]), version=version_value(args["version"]))
+
+
 @dataclass(frozen=True)
 class Res:
-    """Every handler's response (Lean *Res): the status and at most one record."""
+    """Every handler's response (Lean *Res): the status and the records it carries."""
 
     status: int
     schedule: Schedule | None = None
@@ -192,3 +358,7 @@ class Res:
     #: schedule.search under profile `deployed` (DEP-04): one page and the cursor after it.
     schedules: tuple[Schedule, ...] | None = None
     cursor: str | None = None
+    #: Answered as Lean TaskObject.toRecord: `resumes` is a count.
+    task: TaskObject | None = None
+    #: task.fence: the inner promise.create or promise.settle response, and which it was.
+    action: tuple[str, "Res"] | None = None

@@ -11,7 +11,7 @@ set_promise_timeout, setMessage -> set_message, and so on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping
 
 PromiseState = Literal["pending", "resolved", "rejected", "rejected_canceled", "rejected_timedout"]
@@ -133,6 +133,16 @@ def is_timer(tags: Tags) -> bool:
 
 def is_external(p: PromiseObject) -> bool:
     return tags_has(p.tags, "resonate:target") or is_timer(p.tags)
+
+
+def add_callback(p: PromiseObject, awaiter_id: str) -> PromiseObject:
+    """Lean PromiseObject.addCallback: appended once, in registration order."""
+    return p if awaiter_id in p.callbacks else replace(p, callbacks=p.callbacks + (awaiter_id,))
+
+
+def add_listener(p: PromiseObject, address: str) -> PromiseObject:
+    """Lean PromiseObject.addListener."""
+    return p if address in p.listeners else replace(p, listeners=p.listeners + (address,))
 
 
 # ---- effects --------------------------------------------------------------------------

@@ -1,19 +1,28 @@
 """ENV-01 tick: the environment the Lean leaves out, firing whatever timeout is due.
 
-The Lean has no dispatcher; docs/operations.md fixes one so two targets can be compared:
-smallest (timeout, kind, id) first, promise before schedule, until nothing is due. Task
-timeouts are not fired: their handlers are outside the schedules scope. Profile `deployed`
-makes one pass instead (DEP-02)."""
+The Lean has no dispatcher; docs/operations.md fixes one so two targets can be compared.
+First the promise and schedule timeouts, smallest (timeout, kind, id) first, promise
+before schedule, until none is due; then the task timeouts, smallest (timeout, id, kind)
+first: each one due when that phase starts, once. Promise timeouts go first because a task whose promise is due
+is moot: its timeout settles the promise and fulfils the task (disarming its timeouts),
+where a retry or a lapsed lease would dispatch work nobody may do any more. Task timeouts
+arm nothing but a retry at now + retry_timeout (> now: the config requires >= 1) and touch
+no other task, so one pass leaves nothing due. Profile `deployed` makes one pass of
+promise and schedule timeouts instead (DEP-02) and fires no task timeouts."""
 
 from __future__ import annotations
 
 from duespec.coverage import reached
 from duespec.model.schedules.on_promise_timeout import on_promise_timeout
 from duespec.model.schedules.on_schedule_timeout import on_schedule_timeout
-from duespec.model.schedules.state import ServerState
+from duespec.model.schedules.on_task_lease_timeout import on_task_lease_timeout
+from duespec.model.schedules.on_task_retry_timeout import on_task_retry_timeout
+from duespec.model.schedules.state import LEASE, RETRY, ServerState
 
 #: Firing order of the kinds when two timeouts fall on the same instant.
 KIND_ORDER = {"promise": 0, "schedule": 1}
+#: How a fired task timeout is named in `fired`, by Lean TaskTimeout.kind.
+TASK_KIND_NAMES = {RETRY: "retry", LEASE: "lease"}
 
 
 def next_due(state: ServerState, now: int) -> tuple[str, str] | None:
@@ -25,6 +34,12 @@ def next_due(state: ServerState, now: int) -> tuple[str, str] | None:
         return None
     _, kind, id = min(due)
     return ("promise" if kind == KIND_ORDER["promise"] else "schedule", id)
+
+
+def due_tasks(state: ServerState, now: int) -> list[tuple[str, int]]:
+    """(id, kind) of every due task timeout, in firing order."""
+    return [(id, kind) for _, id, kind in sorted(
+        (timeout, id, kind) for (id, kind), timeout in state.task_timeouts.items() if timeout <= now)]
 
 
 def tick(state: ServerState, now: int) -> list[dict[str, str]]:
@@ -40,6 +55,14 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
             reached("ENV-01.schedule")
             on_schedule_timeout(state, id, now)
         fired.append({"kind": kind, "id": id})
+    for id, task_kind in due_tasks(state, now):
+        if task_kind == RETRY:
+            reached("ENV-01.retry")
+            on_task_retry_timeout(state, id, now)
+        else:
+            reached("ENV-01.lease")
+            on_task_lease_timeout(state, id, now)
+        fired.append({"kind": TASK_KIND_NAMES[task_kind], "id": id})
     if not fired:
         reached("ENV-01.idle")
     return fired
