@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test check bench crash-test clean
+.PHONY: install test test-long check bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 -m "not long"
+
+# What make test leaves out for time: mutants whose shrinking costs 7-40 CPU s each.
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m long
 
 check: $(STAMP)
 	$(BIN)/duespec suite

@@ -21,6 +21,8 @@ COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespe
             "duespec.traces.replay", "duespec.traces.itf", "duespec.wire.serve")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: Ctrl-C, as shells report a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 #: Longest --timeout accepted: a day. Longer is not a deadline.
 MAX_TIMEOUT = 86_400.0
@@ -72,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"duespec {args.command}: {explain(error)}", file=sys.stderr, flush=True)
-        return EXIT_USAGE
+        # Each command closes its targets in `finally` blocks on the way out.
+        return EXIT_INTERRUPTED if isinstance(error, KeyboardInterrupt) else EXIT_USAGE
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -126,7 +129,7 @@ def explain(error: BaseException) -> str:
     if isinstance(error, TargetError):
         return f"target unusable: {error}"
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted; nothing was checked to the end"
+        return "interrupted (Ctrl-C); targets stopped"
     if isinstance(error, SystemExit):
         return (f"stopped by a call of sys.exit({error.code!r}) outside any target; nothing "
                 f"was checked to the end")

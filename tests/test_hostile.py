@@ -600,7 +600,7 @@ def test_a_blocking_import_is_bounded_by_timeout(tmp_path: Path) -> None:
         assert time.monotonic() - started < 30
 
 
-def test_an_interrupted_replay_exits_2_and_leaves_no_partial_file(tmp_path: Path) -> None:
+def test_an_interrupted_replay_exits_130_and_leaves_no_partial_file(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(
         "import time\nfrom duespec.systems.duebook import ImplTarget\n"
         "class Slow(ImplTarget):\n    def step(self, op, args, now):\n        time.sleep(0.5)\n"
@@ -612,7 +612,7 @@ def test_an_interrupted_replay_exits_2_and_leaves_no_partial_file(tmp_path: Path
     time.sleep(3)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
-    assert process.returncode == 2, (out, err)
+    assert process.returncode == 130, (out, err)
     assert "interrupted" in err and "DIVERGES" not in out, (out, err)
     assert "Traceback" not in out + err and "CONFIRMED" not in out, err
     assert not list(tmp_path.rglob("*.partial"))

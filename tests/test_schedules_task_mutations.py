@@ -7,7 +7,6 @@ plausible slip would (the implementation has no mutation hooks)."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from typing import Any
 
@@ -208,13 +207,13 @@ MUTANTS: list[type[ScheduleServer]] = [
     ListenersNotUnblocked, SuspendKeepsLease, LapsedHolderKept, TaskTimeoutsBeforePromiseTimeouts,
 ]
 #: These take 7-40 CPU seconds each to shrink (about 170 s together), more than `make test`
-#: affords: run them with DUESPEC_LONG_TESTS=1.
+#: affords: `make test-long` runs them.
 LONG_MUTANTS: list[type[ScheduleServer]] = [
     HeartbeatDoesNotRenew, HeartbeatFromAnyWorker, ResumeBumpsVersion, TaskNotFulfilledOnSettle,
     HaltFulfilled, ContinueWithoutRetry, CallbackFromUntargetedAwaiter, TaskGetNotProjected,
 ]
-LONG = pytest.mark.skipif(os.environ.get("DUESPEC_LONG_TESTS") != "1",
-                          reason="shrinking costs 7-40 CPU s per bug; set DUESPEC_LONG_TESTS=1 to run")
+#: Deselected by `make test` (-m "not long"), run by `make test-long`.
+LONG = pytest.mark.long
 
 
 @pytest.mark.parametrize("mutant", [*MUTANTS, *(pytest.param(m, marks=LONG) for m in LONG_MUTANTS)],
