@@ -18,7 +18,7 @@ from duespec.cli import main
 from duespec.impl.cron import compile_cron
 from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import Schedule, next_run
-from duespec.wire.envelope import PROTOCOL_VERSION
+from duespec.wire.envelope import PROTOCOL_VERSION, UNSUPPORTED_KINDS
 from duespec.wire.serve import ServerThread, WireServer
 from wire_support import Served
 
@@ -55,8 +55,12 @@ SCHEDULE = {"id": "nightly", "cron": "0 * * * *", "promiseId": "{{.id}}.{{.times
 T0 = 1_735_689_600_000
 
 
+#: What duespec serve answers 501 (the promise and task kinds beyond create/get): a campaign
+#: over HTTP leaves them out, and says so in its report.
+OUT_OF_SCOPE = ["--skip-ops", ",".join(sorted(UNSUPPORTED_KINDS))]
+
 def test_a_campaign_over_http_holds_in_every_profile(served: Served, capsys) -> None:
-    code = main(["conform", "schedules", "--target", served.url, "--profile", "all", *SMALL])
+    code = main(["conform", "schedules", "--target", served.url, "--profile", "all", *SMALL, *OUT_OF_SCOPE])
     out = capsys.readouterr().out
     assert code == 0, out
     assert [line.split()[0] for line in out.splitlines() if line.startswith(("HOLDS", "DIVERGES"))] == \
@@ -106,9 +110,10 @@ class OnlyLatestMissedTick(ScheduleServer):
 
 def test_a_served_bug_is_caught_with_a_short_counterexample_showing_the_exchange(tmp_path: Path, capsys) -> None:
     with ServerThread(WireServer(server_class=OnlyLatestMissedTick)) as server:
-        # seed and budget chosen so that finding and shrinking take ~800 steps (a few s over HTTP)
-        code = main(["conform", "schedules", "--target", server.url, "--examples", "30", "--steps", "15",
-                     "--seed", "51", "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path)])
+        # seed and budget chosen so that finding and shrinking take a few seconds over HTTP
+        code = main(["conform", "schedules", "--target", server.url, "--examples", "60", "--steps", "15", "--max-classes", "1",
+                     "--seed", "1", "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path),
+                     *OUT_OF_SCOPE])
     out = capsys.readouterr().out
     assert code == 1, out
     assert out.startswith("DIVERGES: schedules [lean]")

@@ -316,7 +316,20 @@ def import_itf(itf_path: str | os.PathLike[str], out_path: str | os.PathLike[str
     The trace is published only when every step was read, so a refused import writes nothing."""
     check_output(out_path, inputs=[itf_path], what="trace")
     header, steps = read_itf(itf_path, system=system, profile=profile, config=config, recipe=recipe)
+    _check_config(str(itf_path), header)
     return write_trace(out_path, header, steps, inputs=[itf_path])
+
+
+def _check_config(where: str, header: TraceHeader) -> None:
+    """A config the model refuses would make replay refuse the trace: refuse it here."""
+    model = get_system(header.system).model()
+    try:
+        model.reset(dict(header.config))
+    except Exception as error:  # the model's own words on what is wrong with the config
+        raise TraceError(where, None, f"the model refuses config {json.dumps(header.config)[:200]}: "
+                                      f"{error}") from None
+    finally:
+        model.close()
 
 
 def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, profile: str | None = None,

@@ -15,7 +15,7 @@ again from the start comparing after every step since the last checkpoint that a
 so the report names the first step after which the states differ.
 
 A response that differs is diagnosed with the model, run over the trace up to that step:
-if the model no longer gives the recorded result either, the trace no longer follows the
+if the model does not give the recorded result either, the trace does not follow the
 current spec; otherwise the report shows the model's state beside the target's. Replayed
 against the model itself, only the recorded results (and states, if any) count.
 
@@ -394,8 +394,10 @@ class _Replay:
         return model
 
     def drift(self, step: dict[str, Json], answer: Json) -> _Diverged:
-        return _Diverged(step, "the model no longer gives the recorded result, so the trace "
-                               "does not follow the current spec:\n"
+        return _Diverged(step, "the model does not give the recorded result, so the trace does "
+                               "not follow the current spec (it moved since the trace was "
+                               "recorded, or the trace's producer, a foreign model say, "
+                               "disagrees with it):\n"
                          + _indent(describe_divergence(step, "response", comparable(step["result"]),
                                                        comparable(answer))))
 
