@@ -37,6 +37,7 @@ from typing import Callable, Iterator
 from duespec.targets import resolve as targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.lockstep import describe_divergence, state_diff
+from duespec.campaigns.run import positive_int
 from duespec.limits import LimitExceeded
 from duespec.systems import ImpliedState, System, get_system
 from duespec.targets.interface import (PROSE_KEYS, Json, Target, TargetError, TargetFactory, comparable,
@@ -493,16 +494,6 @@ def main(args: argparse.Namespace) -> int:
     return worst
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "replay", help="re-run recorded traces against a target; report the first divergence",
@@ -514,7 +505,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "confirmed, 1 when one diverges, 2 when one is malformed.")
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file or directory")
     parser.add_argument("--target", default="impl", help=f"{targets.SPEC_HELP} (default: impl)")
-    parser.add_argument("--state-every", type=_positive, metavar="N",
+    parser.add_argument("--state-every", type=positive_int, metavar="N",
                         help="compare the whole state every N steps (1: after every step); by "
                              "default every max(8, 4 x items in the state) steps, so the cost "
                              "per step does not grow with the state")
