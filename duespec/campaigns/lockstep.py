@@ -71,6 +71,12 @@ class LockstepMachine(RuleBasedStateMachine):
     last_steps: ClassVar[list[dict[str, Json]]] = []
     #: Steps taken by every run of this class, for throughput figures.
     total_steps: ClassVar[int] = 0
+    #: The config the most recent run was reset with: a machine may draw its own per run.
+    last_config: ClassVar[dict[str, Json]] = {}
+    #: Scale of the deep runs a machine mixes in (0: none); `--depth`.
+    depth: ClassVar[float] = 1.0
+    #: Per finished run, what `depth_reached` measured: how deep the campaign went.
+    depths: ClassVar[list[dict[str, int]]] = []
 
     def __init__(self) -> None:
         super().__init__()
@@ -78,8 +84,20 @@ class LockstepMachine(RuleBasedStateMachine):
         self.target: Target = type(self).target_factory()
         self.oracle.reset(dict(self.config))
         self.target.reset(dict(self.config))
+        type(self).last_config = dict(self.config)
         self.steps: list[dict[str, Json]] = []
         type(self).last_steps = self.steps
+
+    def reconfigure(self, config: dict[str, Json]) -> None:
+        """Reset both sides to this run's own config, drawn by the machine's first
+        initialize rule: a target that only works with the default config must not pass."""
+        self.oracle.reset(dict(config))
+        self.target.reset(dict(config))
+        type(self).last_config = dict(config)
+
+    def depth_reached(self) -> dict[str, int]:
+        """Named sizes this run reached (ids allocated, entries open...), for the report."""
+        return {}
 
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on both sides; return the oracle's response for the rules to use."""
@@ -101,12 +119,15 @@ class LockstepMachine(RuleBasedStateMachine):
             raise Divergence(self.steps[-1], "state", expected, actual)
 
     def teardown(self) -> None:
+        reached = self.depth_reached()
+        if reached:
+            type(self).depths.append(reached)
         self.oracle.close()
         self.target.close()
 
 
 def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetFactory,
-             config: dict[str, Any]) -> type[LockstepMachine]:
+             config: dict[str, Any], depth: float = 1.0) -> type[LockstepMachine]:
     """A runnable machine class: `base`'s rules, this oracle, this target, this config."""
     return type(base.__name__, (base,), {
         "oracle_factory": staticmethod(oracle),
@@ -114,4 +135,7 @@ def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetF
         "config": dict(config),
         "last_steps": [],
         "total_steps": 0,
+        "last_config": dict(config),
+        "depth": depth,
+        "depths": [],
     })

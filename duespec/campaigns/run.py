@@ -59,6 +59,8 @@ class CampaignResult:
     failure_kind: str | None = None
     #: The failure without Hypothesis's printed program: what went wrong, for people.
     failure_summary: str | None = None
+    #: Per run, the sizes it reached (LockstepMachine.depth_reached): how deep it went.
+    depths: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,15 +70,16 @@ class CampaignResult:
 def run_campaign(system: System, target: TargetFactory, *, profile: str | None = None,
                  seed: int = 0, examples: int = 200, step_count: int = 50,
                  oracle: TargetFactory | None = None,
-                 progress: ProgressCallback | None = None) -> CampaignResult:
+                 progress: ProgressCallback | None = None, depth: float = 1.0) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass or one fails.
 
-    `progress`, when given, is called as each run starts (it decides how often to speak)."""
+    `progress`, when given, is called as each run starts (it decides how often to speak).
+    `depth` scales the deep runs the machine mixes in (0: none)."""
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
     config = system.config(profile)
-    machine = lockstep(system.machine, oracle or system.model, target, config)
+    machine = lockstep(system.machine, oracle or system.model, target, config, depth)
     hypothesis_seed(seed)(machine)
     counted = {"examples": 0, "failed_runs": 0}
     started = time.perf_counter()
@@ -120,7 +123,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         steps=machine.total_steps, seconds=seconds,
         coverage=coverage, failure=failure,
         counterexample=list(machine.last_steps) if failure else [],
-        config=config, failure_kind=failure_kind, failure_summary=failure_summary,
+        # The machine may draw each run's config: the counterexample's is the one to replay.
+        config=dict(machine.last_config) if failure else config,
+        failure_kind=failure_kind, failure_summary=failure_summary, depths=list(machine.depths),
     )
 
 
