@@ -44,6 +44,16 @@ def verdict_line(result: CampaignResult, target: str) -> str:
             f"runs={result.examples} steps={result.steps} ({result.seconds:.1f}s, {rate:,.0f} steps/s)")
 
 
+def depth_line(result: CampaignResult) -> str:
+    """How deep the runs went: per measure, the median, 90th percentile and largest."""
+    parts = []
+    for measure in result.depths[0]:
+        values = sorted(run[measure] for run in result.depths)
+        parts.append(f"{measure} median {values[len(values) // 2]:,}, "
+                     f"p90 {values[len(values) * 9 // 10]:,}, max {values[-1]:,}")
+    return f"depth over {len(result.depths)} runs: " + "; ".join(parts)
+
+
 def counterexample_lines(result: CampaignResult) -> list[str]:
     steps = result.counterexample
     lines = [f"shrunk counterexample ({len(steps)} steps; `result` is the model's answer):"]
@@ -60,6 +70,8 @@ def counterexample_lines(result: CampaignResult) -> list[str]:
 def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Path | None) -> list[str]:
     command = ["duespec", "conform", args.system, "--target", args.target, "--profile", result.profile,
                "--seed", str(result.seed), "--examples", str(args.examples), "--steps", str(args.steps)]
+    if getattr(args, "depth", 1.0) != 1.0:
+        command += ["--depth", f"{args.depth:g}"]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
         lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
@@ -74,6 +86,9 @@ def failure_details(args: argparse.Namespace, result: CampaignResult, trace: Pat
         lines.append("(this failure was raised inside duespec, by the oracle or the harness, not "
                      "by a comparison with the target; Hypothesis's report follows)")
         lines.append(result.failure or "")
+    if result.first_failure_seconds is not None:
+        lines.append(f"first failing run found after {result.first_failure_seconds:.2f}s "
+                     f"(then shrunk, {result.seconds:.1f}s in all)")
     if result.counterexample:
         lines.extend(counterexample_lines(result))
     if trace is not None:
@@ -128,9 +143,11 @@ def main(args: argparse.Namespace) -> int:
         for profile in profiles:
             result = run_campaign(
                 system, factory, profile=profile, seed=args.seed, examples=args.examples,
-                step_count=args.steps,
+                step_count=args.steps, depth=args.depth,
                 progress=progress_printer(args.progress) if args.progress > 0 else None)
             print(verdict_line(result, args.target), flush=True)
+            if result.depths:
+                print(depth_line(result), flush=True)
             details = ""
             if not result.ok:
                 trace, problem = None, None
@@ -155,6 +172,17 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_HOLDS if all(case.result.ok for case in cases) else EXIT_FAILED
 
 
+def non_negative_float(text: str) -> float:
+    """argparse type for --depth: a number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "conform", help="conformance campaign: any target (a program, a Python object) vs the model",
@@ -174,6 +202,10 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", action="append", metavar="PROFILE",
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
     add_budget_arguments(parser, examples=200)
+    parser.add_argument("--depth", type=non_negative_float, default=1.0, metavar="SCALE",
+                        help="scale of the deep runs mixed into the campaign (hundreds of ids, "
+                             "a large book; see docs/operations.md): 0 for none, 2 for twice "
+                             "as large (default 1)")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")

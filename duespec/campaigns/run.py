@@ -61,6 +61,8 @@ class CampaignResult:
     failure_summary: str | None = None
     #: Per run, the sizes it reached (LockstepMachine.depth_reached): how deep it went.
     depths: list[dict[str, int]] = field(default_factory=list)
+    #: Seconds into the campaign when the first failing run ended (before shrinking).
+    first_failure_seconds: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -81,7 +83,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     config = system.config(profile)
     machine = lockstep(system.machine, oracle or system.model, target, config, depth)
     hypothesis_seed(seed)(machine)
-    counted = {"examples": 0, "failed_runs": 0}
+    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
@@ -97,6 +99,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         # (its own control flow uses BaseExceptions such as StopTest).
         if isinstance(sys.exc_info()[1], Exception):
             counted["failed_runs"] += 1
+            if counted["first_failure"] is None:
+                counted["first_failure"] = time.perf_counter() - started
         base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
@@ -126,6 +130,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         # The machine may draw each run's config: the counterexample's is the one to replay.
         config=dict(machine.last_config) if failure else config,
         failure_kind=failure_kind, failure_summary=failure_summary, depths=list(machine.depths),
+        first_failure_seconds=counted["first_failure"] if failure else None,
     )
 
 
