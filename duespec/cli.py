@@ -11,6 +11,8 @@ COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespe
             "duespec.traces.replay", "duespec.traces.itf")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: What shells report for a process ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
@@ -37,3 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"duespec {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Each command closes its targets in `finally` blocks on the way out; say so once.
+        print(f"duespec {args.command}: interrupted (Ctrl-C); targets stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED

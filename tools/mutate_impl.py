@@ -7,7 +7,8 @@ a `not` dropped, a True/False flipped, a `return x` of a bool... The mutated mod
 compiled in memory in a fresh process (the files on disk never change), installed in
 sys.modules before duespec imports it, and `duespec check` runs against it: exit 1 kills
 the mutant, exit 0 lets it survive; a process that times out counts as killed (a hang is
-what the per-call deadline reports). Functions outside the JSON contract (snapshot and
+what the per-call deadline reports), and so does a mutant that crashes duespec outright
+(reported apart, as "broken"). Functions outside the JSON contract (snapshot and
 restore, the on-disk store's opening, repr) are not mutated: no campaign calls them; their
 unit tests do.
 
@@ -25,6 +26,7 @@ import ast
 import importlib.util
 import json
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -165,10 +167,16 @@ class Verdict:
     index: int
     line: int
     description: str
-    killed: bool
+    #: "killed" (a campaign failed), "hung", "broken" (the mutated module crashed duespec
+    #: outright, e.g. on import: what any caller would notice) or "survived".
+    outcome: str
     exit_code: int | None
     seconds: float
     first_lines: str
+
+    @property
+    def killed(self) -> bool:
+        return self.outcome != "survived"
 
 
 def check_mutant(mutant: Mutant) -> Verdict:
@@ -181,9 +189,10 @@ def check_mutant(mutant: Mutant) -> Verdict:
             output = done.stdout + done.stderr
         except subprocess.TimeoutExpired:
             code, output = None, f"timed out after {CHECK_TIMEOUT}s"
-    # 1: a campaign failed; None: hung; anything else (2, a traceback) is the mutant
-    # breaking the module outright, which the check also reports as a failure.
-    return Verdict(mutant.file, mutant.index, mutant.line, mutant.description, code != 0,
+    failed = re.search(r"^(DIVERGES|TARGET FAILED|FAILED): ", output, re.MULTILINE)
+    outcome = ("survived" if code == 0 else "hung" if code is None else
+               "killed" if code == 1 and failed else "broken")
+    return Verdict(mutant.file, mutant.index, mutant.line, mutant.description, outcome,
                    code, time.perf_counter() - started, "\n".join(output.splitlines()[:6]))
 
 
@@ -214,7 +223,7 @@ def main(argv: list[str]) -> int:
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         for verdict in pool.map(check_mutant, chosen):
             verdicts.append(verdict)
-            print(f"{'killed  ' if verdict.killed else 'SURVIVED'} {verdict.file}:{verdict.line} "
+            print(f"{verdict.outcome:8} {verdict.file}:{verdict.line} "
                   f"#{verdict.index} {verdict.description} ({verdict.seconds:.0f}s)", flush=True)
     Path(args.out).write_text(json.dumps([asdict(v) for v in verdicts], indent=2) + "\n", encoding="utf-8")
     killed = sum(v.killed for v in verdicts)

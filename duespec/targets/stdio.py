@@ -31,6 +31,8 @@ START_TIMEOUT = 30.0
 #: Longest excerpt of an offending line or of stderr shown in an error.
 SHOWN_CHARS = 300
 _STDERR_LINES_KEPT = 20
+#: Bytes asked of the pipe per read: a long reply arrives in few chunks.
+_READ_SIZE = 1 << 20
 
 
 def excerpt(text: str | bytes, limit: int = SHOWN_CHARS) -> str:
@@ -59,7 +61,8 @@ class StdioProcess:
         self._stdout_fd = self._process.stdout.fileno()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._stdout_fd, selectors.EVENT_READ)
-        self._buffer = b""
+        #: Bytes read past the last reply; a bytearray, so appending a chunk is amortized O(1).
+        self._buffer = bytearray()
         self._stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES_KEPT)
         # Drained on a thread so a chatty target never blocks on a full stderr pipe.
         self._stderr_drain = threading.Thread(
@@ -112,7 +115,7 @@ class StdioProcess:
         """Between a reply and the next request the program has nothing to say; a line here
         (a second reply, a log line on stdout) would be misread as the next answer."""
         if not self._buffer and self._selector.select(0):
-            chunk = os.read(self._stdout_fd, 65536)
+            chunk = os.read(self._stdout_fd, _READ_SIZE)
             if not chunk:
                 self._fail(f"closed its stdout{self._exit_note()} (before request: "
                            f"{excerpt(request.rstrip())})")
@@ -120,23 +123,29 @@ class StdioProcess:
         if self._buffer:
             self._fail("wrote output nobody asked for (more than one line for one request, or "
                        f"logs on stdout instead of stderr) before request {excerpt(request.rstrip())}",
-                       self._buffer.split(b"\n", 1)[0])
+                       bytes(self._buffer.split(b"\n", 1)[0]))
 
     def _read_line(self, timeout: float, request: str) -> bytes:
+        """The next line, in time linear in its length: each byte is searched for the
+        newline once, however many chunks a long reply arrives in."""
         deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
+        searched = 0
+        while (newline := self._buffer.find(b"\n", searched)) < 0:
+            searched = len(self._buffer)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self._fail(f"did not answer within {timeout:g}s (request: {excerpt(request.rstrip())})",
-                           self._buffer or None)
+                self._fail(f"did not answer within {timeout:g}s (request: {excerpt(request.rstrip())}); "
+                           "if it did answer, it may not have flushed its stdout: flush after "
+                           "every reply (docs/protocol.md, section 2)", bytes(self._buffer) or None)
             if not self._selector.select(remaining):
                 continue
-            chunk = os.read(self._stdout_fd, 65536)
+            chunk = os.read(self._stdout_fd, _READ_SIZE)
             if not chunk:
                 self._fail(f"closed its stdout{self._exit_note()} (request: {excerpt(request.rstrip())})",
-                           self._buffer or None)
+                           bytes(self._buffer) or None)
             self._buffer += chunk
-        raw, self._buffer = self._buffer.split(b"\n", 1)
+        raw = bytes(self._buffer[:newline])
+        del self._buffer[:newline + 1]
         return raw
 
     def _exit_note(self) -> str:
