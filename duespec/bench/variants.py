@@ -3,7 +3,7 @@ did not write?
 
 duespec/bench/independent_duebook.py is a duebook written from the docs alone, with 30
 single-bug variants (types, config, owners, depth, a reset leak, int64 edges, listing
-order). Each variant gets `duespec conform duebook` with default settings, in its own
+order). Each variant gets `duespec conform duebook` with default settings, in a worker
 process (two at a time); a variant is caught when conform exits 1 and the `duespec replay`
 command it prints exits 1 on the written trace. Reported: the kill rate (goal 100%), the
 median seconds to the first failing run (goal <= 2 s), and the steps/s of the campaign on
@@ -11,14 +11,16 @@ the correct program."""
 
 from __future__ import annotations
 
-import os
+import contextlib
+import io
+import multiprocessing
 import re
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,38 +58,48 @@ class VariantVerdict:
         return self.conform_exit == 1 and self.replay_exit == 1
 
 
-def duespec_command(words: list[str]) -> list[str]:
-    """A printed `duespec ...` command, run with this interpreter."""
-    assert words[0] == "duespec", words
-    return [sys.executable, "-m", "duespec", *words[1:]]
+def run_cli(words: list[str]) -> tuple[int, str]:
+    """`duespec WORDS...` in this process: its exit status and what it printed."""
+    from duespec.cli import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        code = main(words)
+    return code, printed.getvalue()
 
 
 def check_variant(bug: str | None, trace_dir: Path, extra: tuple[str, ...] = ()) -> VariantVerdict:
-    """`duespec conform duebook` (default settings) on one variant, then its printed replay."""
-    conform = subprocess.run(
-        duespec_command(["duespec", "conform", "duebook", "--target", target_of(bug),
-                         "--trace-dir", str(trace_dir), "--no-coverage", "--progress", "0", *extra]),
-        capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    output = conform.stdout + conform.stderr
+    """`duespec conform duebook` (default settings) on one variant, then the `duespec
+    replay` command it printed, exactly as printed."""
+    conform_exit, output = run_cli(["conform", "duebook", "--target", target_of(bug), "--trace-dir",
+                                    str(trace_dir), "--no-coverage", "--progress", "0", *extra])
     replay_exit = None
-    replay = re.search(r"^  (duespec replay .*)$", conform.stdout, re.MULTILINE)
+    replay = re.search(r"^  (duespec replay .*)$", output, re.MULTILINE)
     if replay:
-        replay_exit = subprocess.run(duespec_command(shlex.split(replay.group(1))),
-                                     capture_output=True, text=True).returncode
-    first = re.search(r"first failing run found after ([0-9.]+)s", conform.stdout)
-    rate = re.search(r"([0-9,.]+) steps/s\)", conform.stdout)
-    return VariantVerdict(bug, conform.returncode, replay_exit,
+        words = shlex.split(replay.group(1))
+        assert words[0] == "duespec", words
+        replay_exit, replayed = run_cli(words[1:])
+        output += "\n--- replay ---\n" + replayed
+    first = re.search(r"first failing run found after ([0-9.]+)s", output)
+    rate = re.search(r"([0-9,.]+) steps/s\)", output)
+    return VariantVerdict(bug, conform_exit, replay_exit,
                           float(first.group(1)) if first else None,
                           float(rate.group(1).replace(",", "")) if rate else None, output)
 
 
+def _check_in_worker(job: tuple[str | None, str]) -> VariantVerdict:
+    bug, trace_dir = job
+    return check_variant(bug, Path(trace_dir))
+
+
 def check_all(bugs: list[str | None], workers: int = 2) -> list[VariantVerdict]:
+    """Every variant in its own worker process (a fresh interpreter each, `workers` at a
+    time): a campaign holds the process's Hypothesis and stdio state while it runs."""
     with tempfile.TemporaryDirectory(prefix="duespec-variants-") as scratch:
-        def one(indexed: tuple[int, str | None]) -> VariantVerdict:
-            index, bug = indexed
-            return check_variant(bug, Path(scratch) / str(index))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, enumerate(bugs)))
+        jobs = [(bug, str(Path(scratch) / str(index))) for index, bug in enumerate(bugs)]
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                 max_tasks_per_child=4) as pool:
+            return list(pool.map(_check_in_worker, jobs))
 
 
 def figures(quick: bool) -> list[Figure]:
