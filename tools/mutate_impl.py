@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -221,11 +221,14 @@ def main(argv: list[str]) -> int:
     chosen = random.Random(args.seed).sample(everything, args.sample) if args.sample else everything
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for verdict in pool.map(check_mutant, chosen):
+        for future in as_completed([pool.submit(check_mutant, mutant) for mutant in chosen]):
+            verdict = future.result()
             verdicts.append(verdict)
             print(f"{verdict.outcome:8} {verdict.file}:{verdict.line} "
                   f"#{verdict.index} {verdict.description} ({verdict.seconds:.0f}s)", flush=True)
-    Path(args.out).write_text(json.dumps([asdict(v) for v in verdicts], indent=2) + "\n", encoding="utf-8")
+            # Written as each verdict arrives: a run stopped early keeps what it measured.
+            Path(args.out).write_text(json.dumps([asdict(v) for v in verdicts], indent=2) + "\n",
+                                      encoding="utf-8")
     killed = sum(v.killed for v in verdicts)
     print(f"{killed} of {len(verdicts)} mutants killed ({100 * killed / max(1, len(verdicts)):.1f}%); "
           f"survivors: {len(verdicts) - killed}; details in {args.out}")

@@ -15,12 +15,14 @@ import shlex
 from pathlib import Path
 
 from duespec.campaigns import junit
+from duespec.campaigns.long_run import run_long
 from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
     DIVERGENCE,
     TARGET_ERROR,
     CampaignResult,
     add_budget_arguments,
+    positive_int,
     progress_printer,
     run_campaign,
     write_failure_trace,
@@ -72,6 +74,8 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
                "--seed", str(result.seed), "--examples", str(args.examples), "--steps", str(args.steps)]
     if getattr(args, "depth", 1.0) != 1.0:
         command += ["--depth", f"{args.depth:g}"]
+    if getattr(args, "long_run", None):
+        command += ["--long-run", str(args.long_run)]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
         lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
@@ -140,11 +144,18 @@ def main(args: argparse.Namespace) -> int:
     coverage: list[CoverageReport] = []
     try:
         preflight(system, factory, profiles[0])
-        for profile in profiles:
-            result = run_campaign(
-                system, factory, profile=profile, seed=args.seed, examples=args.examples,
-                step_count=args.steps, depth=args.depth,
-                progress=progress_printer(args.progress) if args.progress > 0 else None)
+        runs = [(profile, False) for profile in profiles]
+        if getattr(args, "long_run", None):
+            runs += [(profile, True) for profile in profiles]
+        for profile, long in runs:
+            if long:
+                result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed)
+                print(f"long run of {args.long_run:,} steps:", flush=True)
+            else:
+                result = run_campaign(
+                    system, factory, profile=profile, seed=args.seed, examples=args.examples,
+                    step_count=args.steps, depth=args.depth,
+                    progress=progress_printer(args.progress) if args.progress > 0 else None)
             print(verdict_line(result, args.target), flush=True)
             if result.depths:
                 print(depth_line(result), flush=True)
@@ -202,6 +213,9 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", action="append", metavar="PROFILE",
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
     add_budget_arguments(parser, examples=200)
+    parser.add_argument("--long-run", type=positive_int, metavar="N",
+                        help="after the campaigns, one long lockstep run of N steps per profile "
+                             "(a seeded workload that fills and drains a large book; e.g. 25000)")
     parser.add_argument("--depth", type=non_negative_float, default=1.0, metavar="SCALE",
                         help="scale of the deep runs mixed into the campaign (hundreds of ids, "
                              "a large book; see docs/operations.md): 0 for none, 2 for twice "

@@ -310,8 +310,9 @@ DRAIN_SIZES = (10, 100, 1000)
 #: Orders in which a fill's due times arrive: the index is inserted at its end, at its
 #: front, at one key (ties broken by id), or all over.
 FILL_PATTERNS = ("ascending", "descending", "same instant", "scattered")
-#: About one run in DEEP_ONE_IN is deep (at --depth 1).
-DEEP_ONE_IN = 10
+#: A run is deep when its draw from range(DEEP_ONE_IN) reaches DEEP_THRESHOLD: Hypothesis
+#: draws small integers more often than large ones, so this is about one run in ten.
+DEEP_ONE_IN, DEEP_THRESHOLD = 10, 8
 
 #: Every value the duebook campaign sends, by argument: what a target author must answer.
 VALUE_SPACE: dict[str, str] = {
@@ -517,7 +518,7 @@ class DuebookMachine(LockstepMachine):
         on whatever rules it leaves out, and listings can hold several at once. A ttl may
         reach int64 max, so a shrunk counterexample needs no later schedule to get to the
         end of time."""
-        self.deep = deep == DEEP_ONE_IN - 1 and self.depth > 0
+        self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
         max_open = deep_cap if self.deep else cap
         if max_open != self.config.get("max_open"):
             self.reconfigure({**self.config, "max_open": max_open})
@@ -616,12 +617,13 @@ class DuebookMachine(LockstepMachine):
         self.bulk_done()
 
     @precondition(lambda self: self.deep and self.has_open())
-    @rule(size=st.sampled_from(DRAIN_SIZES))
-    def drain(self, size: int) -> None:
-        """Consume up to `size` (x depth) of the oldest open deferrals: claim when it is
-        claimable, else expire when late, else cancel as the owner."""
+    @rule(size=st.sampled_from(DRAIN_SIZES), newest_first=st.booleans())
+    def drain(self, size: int, newest_first: bool) -> None:
+        """Consume up to `size` (x depth) of the oldest (or the newest) open deferrals:
+        claim when it is claimable, else expire when late, else cancel as the owner."""
         open_count = len(self.state["open"])
-        for deferral in self.state["open"][:max(1, round(size * self.depth))]:
+        in_order = self.state["open"][::-1] if newest_first else self.state["open"]
+        for deferral in in_order[:max(1, round(size * self.depth))]:
             if deferral["due_at"] <= self.now and (not deferral["expires_at"] or self.now < deferral["expires_at"]):
                 op, args = "claim", {"id": deferral["id"]}
             elif deferral["expires_at"] and deferral["expires_at"] <= self.now:
