@@ -41,14 +41,14 @@ def depth_of(out: str) -> dict[str, int]:
     return {"ids": int(found.group(1).replace(",", "")), "open": int(found.group(2).replace(",", ""))}
 
 
-def test_depth_is_reported_and_the_knob_turns_deep_runs_off_and_on(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["conform", "duebook", "--target", "impl", "--examples", "40", "--progress", "0", "--no-coverage"]
+def test_depth_zero_turns_deep_runs_off_and_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """The default campaign's depth (hundreds of ids, over a thousand open) is asserted by
+    tests/test_duebook_machine.py; here the knob's other end and its usage error."""
+    args = ["conform", "duebook", "--target", "impl", "--examples", "100", "--progress", "0", "--no-coverage"]
     assert main([*args, "--depth", "0"]) == 0
     shallow = depth_of(capsys.readouterr().out)
-    assert main([*args, "--depth", "0.5"]) == 0
-    deep = depth_of(capsys.readouterr().out)
     assert shallow["open"] <= 5 and shallow["ids"] < 40
-    assert deep["ids"] > 100 and deep["open"] > 32
     with pytest.raises(SystemExit) as usage:
         main([*args, "--depth", "-1"])
     assert usage.value.code == 2
+    assert "must be a finite number >= 0" in capsys.readouterr().err

@@ -117,6 +117,7 @@ STARTS = (
     4_107_542_340_000,                       # 2100-02-28T23:59:00Z: a century year that does not
     4_102_444_740_000,                       # 2099-12-31T23:59:00Z: the century rolls over
     1_746_057_540_000,                       # 2025-04-30T23:59:00Z: a 30-day month ends
+    253_370_678_400_000,                     # 9998-12-31T00:00:00Z: the last year rollover
     MAX_TIME - 3 * 60_000 + 1,               # 9999-12-31T23:57:00Z: the end of time
 )
 
@@ -178,7 +179,7 @@ VALUE_SPACE: dict[str, str] = {
     "config": f"profile: the campaign's; retry_timeout: {[t for t in RETRY_TIMEOUTS if t is not None]} "
               "or left out",
     "now": "starts at a minute, month, year or century edge (2000, 2025, 2028, 2099-2100), "
-           "or minutes before MAX_TIME; moves forward by 1 ms to 400 days and to 1 ms "
+           "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days and to 1 ms "
            "before/at/after a tick; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
            "the clock as a float or a numeric string",
     "schedule id": f"{list(SCHEDULE_IDS)}, near misses {list(NEAR_MISS_IDS)}; invalid "
