@@ -15,7 +15,7 @@ from typing import Callable
 #: Sections in print order; a system adds its own module here.
 SECTIONS: tuple[str, ...] = ("duespec.bench.duebook", "duespec.bench.proofs", "duespec.bench.schedules",
                                "duespec.bench.schedules_store", "duespec.bench.cron", "duespec.bench.traces",
-                               "duespec.bench.conform")
+                               "duespec.bench.conform", "duespec.bench.variants")
 
 
 @dataclass(frozen=True)
