@@ -138,7 +138,7 @@ CRONS = (
     "@hourly",
 )
 INVALID_CRONS = ("60 * * * *", "* * * *", "0 0 30 2 *", "every minute", "", 5, "5-5 * * * *",
-                 "*/0 * * * *", "0 0 ? * ?x", "@fortnightly", "0 0 * * 8", "0 0 1-31 * *", None)
+                 "*/0 * * * *", "*/61 * * * *", "0 0 ? * ?x", "@fortnightly", "0 0 * * 8", "0 0 1-31 * *", None)
 TEMPLATES = ("{{.id}}.{{.timestamp}}", "{{.id}}-{{.timestamp}}", "tick-{{.timestamp}}",
              "{{.timestamp}}")
 INVALID_TEMPLATES = ("{{.id}}", "fixed", 7, "{{ .timestamp }}", "{{.Timestamp}}", None)
@@ -220,7 +220,8 @@ def _field(low: int, high: int, common: tuple[str, ...]) -> st.SearchStrategy[st
     return st.one_of(st.sampled_from(common), st.integers(low, high).map(str),
                      st.tuples(st.integers(low, high), st.integers(low, high)).map(
                          lambda pair: f"{min(pair)}-{max(pair)}"),
-                     st.integers(1, high - low + 1).map(lambda step: f"*/{step}"))
+                     # up to one past the field's size: the first step the dialect rejects
+                     st.integers(1, high - low + 2).map(lambda step: f"*/{step}"))
 
 
 def cron_regimes(cron: str) -> list[str]:
