@@ -114,6 +114,7 @@ STARTS = (
     1_835_387_940_000,                       # 2028-02-28T23:59:00Z: the night before a leap day
     1_767_225_540_000,                       # 2025-12-31T23:59:00Z: year end
     951_782_340_000,                         # 2000-02-28T23:59:00Z: a century year that leaps
+    951_868_740_000,                         # 2000-02-29T23:59:00Z: its leap day rolls into March
     4_107_542_340_000,                       # 2100-02-28T23:59:00Z: a century year that does not
     4_102_444_740_000,                       # 2099-12-31T23:59:00Z: the century rolls over
     1_746_057_540_000,                       # 2025-04-30T23:59:00Z: a 30-day month ends
