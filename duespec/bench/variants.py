@@ -97,8 +97,7 @@ def check_all(bugs: list[str | None], workers: int = 2) -> list[VariantVerdict]:
     time): a campaign holds the process's Hypothesis and stdio state while it runs."""
     with tempfile.TemporaryDirectory(prefix="duespec-variants-") as scratch:
         jobs = [(bug, str(Path(scratch) / str(index))) for index, bug in enumerate(bugs)]
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                 max_tasks_per_child=4) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             return list(pool.map(_check_in_worker, jobs))
 
 
