@@ -200,6 +200,7 @@ class LockstepMachine(RuleBasedStateMachine):
         except Exception as error:
             raise self.target_failure(None, "reset", error) from error
         type(self).last_config = dict(config)
+        self._observed_at = -1  # the oracle's state changed with no step taken
 
     def depth_reached(self) -> dict[str, int]:
         """Named sizes this run reached (ids allocated, entries open...), for the report."""

@@ -391,16 +391,22 @@ class SchedulesMachine(LockstepMachine):
             to = max(self.now, sorted(owed)[budget] - 1)
         self.now = to
 
-    @initialize(start=st.sampled_from(STARTS), retry_timeout=st.sampled_from(RETRY_TIMEOUTS))
+    @initialize(start=st.sampled_from(STARTS), retry_timeout=st.sampled_from(RETRY_TIMEOUTS),
+                work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
+    def start_run(self, start: int, retry_timeout: int | None, work: str, ttl: int) -> None:
+        """This run's config (its retry_timeout, or none: the default), where its clock
+        starts, then the work it starts with: one initialize rule, so that the reset a new
+        config needs always comes before the first step."""
+        self.start_clock(start, retry_timeout)
+        self.some_work_to_start_with(work, ttl)
+
     def start_clock(self, start: int, retry_timeout: int | None) -> None:
-        """This run's config (its retry_timeout, or none: the default), and where its
-        clock starts."""
         config = {key: value for key, value in self.config.items() if key != "retry_timeout"}
         if retry_timeout is not None:
             config["retry_timeout"] = retry_timeout
         if config != self.config:
             self.reconfigure(config)
-            self.state = self.oracle.observe()
+            self.state = self.oracle_state()
         reached("SR-03.default_retry_timeout" if retry_timeout is None else
                 f"SR-03.retry_timeout_{'one' if retry_timeout == 1 else 'set'}")
         self.now = start
@@ -566,7 +572,6 @@ class SchedulesMachine(LockstepMachine):
             return tasks[pick % len(tasks)]
         return {"id": TASK_IDS[pick % len(TASK_IDS)], "version": 0, "pid": None}
 
-    @initialize(work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
     def some_work_to_start_with(self, work: str, ttl: int) -> None:
         """Most runs start with a task to work on: a targeted promise's pending task, one
         already acquired by task.create, or both; the rules then take them through their
