@@ -16,11 +16,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not long"
+	$(BIN)/python -m pytest -q -n 2 -m "not long and not variants"
 
 # What make test leaves out for time: mutants whose shrinking costs 7-40 CPU s each.
 test-long: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m long
+	$(BIN)/python -m pytest -q -n 2 -m "long or variants"
 
 check: $(STAMP)
 	$(BIN)/duespec suite

@@ -34,6 +34,10 @@ def test_implementation_conforms_at_the_default_budget() -> None:
     print_coverage(result)
     assert result.ok, result.failure
     assert unreached(result.coverage) == []
+    # Deep runs (issue 8): hundreds of ids, and past the implementation's index run of 1024.
+    assert max(run["ids allocated"] for run in result.depths) > 256
+    assert max(run["open entries reached"] for run in result.depths) > 1024
+    assert len(result.depths) == result.examples
 
 
 def test_model_agrees_with_itself() -> None:

@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 SECTIONS: tuple[str, ...] = ("duespec.bench.duebook", "duespec.bench.proofs", "duespec.bench.schedules",
                                "duespec.bench.schedules_store", "duespec.bench.schedules_surface",
                                "duespec.bench.cron", "duespec.bench.traces",
-                               "duespec.bench.conform", "duespec.bench.wire")
+                               "duespec.bench.conform", "duespec.bench.wire", "duespec.bench.variants")
 
 #: The fewest alternated repeats behind any timed figure.
 MIN_REPEATS = 5

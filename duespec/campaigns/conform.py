@@ -18,6 +18,7 @@ from pathlib import Path
 
 from duespec.campaigns import junit
 from duespec.campaigns.declared import DeclaredError, load
+from duespec.campaigns.long_run import run_long
 from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
     DIVERGENCE,
@@ -59,6 +60,16 @@ def verdict_line(result: CampaignResult, target: str) -> str:
     return line
 
 
+def depth_line(result: CampaignResult) -> str:
+    """How deep the runs went: per measure, the median, 90th percentile and largest."""
+    parts = []
+    for measure in result.depths[0]:
+        values = sorted(run[measure] for run in result.depths)
+        parts.append(f"{measure} median {values[len(values) // 2]:,}, "
+                     f"p90 {values[len(values) * 9 // 10]:,}, max {values[-1]:,}")
+    return f"depth over {len(result.depths)} runs: " + "; ".join(parts)
+
+
 def counterexample_lines(steps: list[dict]) -> list[str]:
     lines = [f"shrunk counterexample ({len(steps)} steps; `result` is the model's answer):"]
     shown = steps if len(steps) <= SHOWN_STEPS else steps[-SHOWN_STEPS:]
@@ -80,6 +91,10 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
     for flag, values in (("--ops", args.ops), ("--skip-ops", args.skip_ops)):
         if values:
             command += [flag, ",".join(values)]
+    if getattr(args, "depth", 1.0) != 1.0:
+        command += ["--depth", f"{args.depth:g}"]
+    if getattr(args, "long_run", None):
+        command += ["--long-run", str(args.long_run)]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
         lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
@@ -98,6 +113,9 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
         lines.append(finding.failure)
     if finding.counterexample:
         lines.extend(counterexample_lines(finding.counterexample))
+    if result.first_failure_seconds is not None and number == 1:
+        lines.append(f"first failing run found after {result.first_failure_seconds:.2f}s "
+                     f"(then shrunk, {result.seconds:.1f}s in all)")
     if trace is not None:
         lines.append(f"trace: {trace}")
     elif trace_problem:
@@ -198,12 +216,21 @@ def main(args: argparse.Namespace) -> int:
     coverage: list[CoverageReport] = []
     try:
         preflight(system, factory, profiles[0])
-        for profile in profiles:
-            result = run_campaign(
-                system, factory, profile=profile, seed=args.seed, examples=args.examples,
-                step_count=args.steps, declared=declared, max_classes=args.max_classes, scope=scope,
-                progress=progress_printer(args.progress) if args.progress > 0 else None)
+        runs = [(profile, False) for profile in profiles]
+        if args.long_run:
+            runs += [(profile, True) for profile in profiles]
+        for profile, long in runs:
+            if long:
+                result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed)
+                print(f"long run of {args.long_run:,} steps:", flush=True)
+            else:
+                result = run_campaign(
+                    system, factory, profile=profile, seed=args.seed, examples=args.examples,
+                    step_count=args.steps, declared=declared, max_classes=args.max_classes, scope=scope,
+                    depth=args.depth, progress=progress_printer(args.progress) if args.progress > 0 else None)
             print(verdict_line(result, args.target), flush=True)
+            if result.depths:
+                print(depth_line(result), flush=True)
             details = report_campaign(args, result)
             report = report_for(system, result)
             coverage.append(report)
@@ -217,6 +244,17 @@ def main(args: argparse.Namespace) -> int:
     if args.coverage_json:
         print(f"coverage: {write_json(coverage, args.coverage_json)}")
     return EXIT_HOLDS if all(case.result.ok for case in cases) else EXIT_FAILED
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type for --depth: a number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -238,6 +276,13 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", action="append", metavar="PROFILE",
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
     add_budget_arguments(parser, examples=200)
+    parser.add_argument("--long-run", type=positive_int, metavar="N",
+                        help="after the campaigns, one long lockstep run of N steps per profile "
+                             "(a seeded workload that fills and drains a large book; e.g. 25000)")
+    parser.add_argument("--depth", type=non_negative_float, default=1.0, metavar="SCALE",
+                        help="scale of the deep runs mixed into the campaign (hundreds of ids, "
+                             "a large book; see docs/operations.md): 0 for none, 2 for twice "
+                             "as large (default 1)")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")

@@ -165,6 +165,12 @@ class LockstepMachine(RuleBasedStateMachine):
     step_tags: ClassVar[Counter[str] | None] = None
     #: Ops left out of the campaign (--ops/--skip-ops): a step with one ends its run.
     excluded_ops: ClassVar[frozenset[str]] = frozenset()
+    #: The config the most recent run was reset with: a machine may draw its own per run.
+    last_config: ClassVar[dict[str, Json]] = {}
+    #: Scale of the deep runs a machine mixes in (0: none); `--depth`.
+    depth: ClassVar[float] = 1.0
+    #: Per finished run, what `depth_reached` measured: how deep the campaign went.
+    depths: ClassVar[list[dict[str, int]]] = []
 
     def __init__(self) -> None:
         super().__init__()
@@ -183,6 +189,22 @@ class LockstepMachine(RuleBasedStateMachine):
             self.target.reset(dict(self.config))
         except Exception as error:
             raise self.target_failure(None, "reset", error) from error
+        type(self).last_config = dict(self.config)
+
+    def reconfigure(self, config: dict[str, Json]) -> None:
+        """Reset both sides to this run's own config, drawn by the machine's first
+        initialize rule: a target that only works with the default config must not pass."""
+        self.oracle.reset(dict(config))
+        try:
+            self.target.reset(dict(config))
+        except Exception as error:
+            raise self.target_failure(None, "reset", error) from error
+        type(self).last_config = dict(config)
+        self._observed_at = -1  # the oracle's state changed with no step taken
+
+    def depth_reached(self) -> dict[str, int]:
+        """Named sizes this run reached (ids allocated, entries open...), for the report."""
+        return {}
 
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on both sides; return the oracle's response for the rules to use."""
@@ -276,6 +298,9 @@ class LockstepMachine(RuleBasedStateMachine):
         return self._observed
 
     def teardown(self) -> None:
+        reached = self.depth_reached()
+        if reached:
+            type(self).depths.append(reached)
         self.oracle.close()
         close = getattr(getattr(self, "target", None), "close", None)
         if close is None:  # close() is optional for a target
@@ -291,9 +316,9 @@ class LockstepMachine(RuleBasedStateMachine):
 def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetFactory,
              config: dict[str, Any], masks: Masks | None = None,
              excluded_rules: frozenset[str] = frozenset(),
-             excluded_ops: frozenset[str] = frozenset()) -> type[LockstepMachine]:
+             excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0) -> type[LockstepMachine]:
     """A runnable machine class: `base`'s rules but `excluded_rules`, this oracle, this
-    target, this config, these masks."""
+    target, this config, these masks, this depth."""
     attributes: dict[str, Any] = {
         "oracle_factory": staticmethod(oracle),
         "target_factory": staticmethod(target),
@@ -302,6 +327,9 @@ def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetF
         "total_steps": 0,
         "masks": masks,
         "excluded_ops": excluded_ops,
+        "last_config": dict(config),
+        "depth": depth,
+        "depths": [],
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))

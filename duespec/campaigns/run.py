@@ -78,6 +78,8 @@ class Finding:
     counterexample: list[dict[str, Any]]
     #: The declared entries that cover it; empty when it is not declared.
     declared: list[Any] = field(default_factory=list)
+    #: The config its run was reset with (the machine may draw one per run).
+    config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -112,6 +114,10 @@ class CampaignResult:
     searches: int = 1
     #: Why the search stopped before finding nothing new, if it did.
     stopped: str | None = None
+    #: Per run, the sizes it reached (LockstepMachine.depth_reached): how deep it went.
+    depths: list[dict[str, int]] = field(default_factory=list)
+    #: Seconds into the campaign when the first failing run ended (before shrinking).
+    first_failure_seconds: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -135,11 +141,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  oracle: TargetFactory | None = None,
                  progress: ProgressCallback | None = None,
                  declared: Iterable[Any] = (), max_classes: int = 1,
-                 scope: Scope | None = None) -> CampaignResult:
+                 scope: Scope | None = None, depth: float = 1.0) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` divergence classes (1: stop at the first failure).
 
-    `progress`, when given, is called as each run starts (it decides how often to speak)."""
+    `progress`, when given, is called as each run starts (it decides how often to speak).
+    `depth` scales the deep runs the machine mixes in (0: none)."""
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
@@ -148,8 +155,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     oracle = oracle or system.model
     machine = lockstep(system.machine, oracle, target, config, masks,
                        scope.excluded_rules if scope else frozenset(),
-                       scope.excluded_ops if scope else frozenset())
-    counted = {"examples": 0, "failed_runs": 0}
+                       scope.excluded_ops if scope else frozenset(), depth)
+    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
@@ -166,6 +173,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         in_flight = sys.exc_info()[1]
         if isinstance(in_flight, Exception) and not isinstance(in_flight, UnsatisfiedAssumption):
             counted["failed_runs"] += 1
+            if counted["first_failure"] is None:
+                counted["first_failure"] = time.perf_counter() - started
         base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
@@ -192,7 +201,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = "every run of the last search ended at a masked difference"
                 break
             except Exception as error:  # the machine's verdict, reported rather than raised
-                finding = _finding(error, list(machine.last_steps), oracle, target, config)
+                run_config = dict(machine.last_config)
+                finding = _finding(error, list(machine.last_steps), oracle, target, run_config)
+                finding.config = run_config
             findings.append(finding)
             found = finding.divergence_class
             if finding.kind not in (DIVERGENCE, TARGET_ERROR) or found is None:
@@ -212,9 +223,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         steps=machine.total_steps, seconds=seconds, coverage=coverage,
         failure=first.failure if first else None,
         counterexample=first.counterexample if first else [],
-        config=config, failure_kind=first.kind if first else None,
+        # The machine may draw each run's config: the counterexample's is the one to replay.
+        config=first.config if first else config, failure_kind=first.kind if first else None,
         failure_summary=first.summary if first else None,
         findings=findings, masks=masks, scope=scope, searches=searches, stopped=stopped,
+        depths=list(machine.depths),
+        first_failure_seconds=counted["first_failure"] if first else None,
     )
 
 
@@ -331,6 +345,7 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         extra["divergence_class"] = finding.divergence_class.to_json()
         if finding.declared:
             extra["declared"] = [entry.describe() for entry in finding.declared]
-    header = TraceHeader(system=result.system, profile=result.profile, config=result.config,
+    config = finding.config if finding is not None and finding.config else result.config
+    header = TraceHeader(system=result.system, profile=result.profile, config=config,
                          seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
     return write_trace(path, header, steps)

@@ -3,6 +3,7 @@ lockstep machine that drives them through the whole protocol of docs/operations.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -12,6 +13,7 @@ from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 from duespec.impl import duebook as impl
 from duespec.impl import duebook_requests as impl_requests
 from duespec.campaigns.lockstep import LockstepMachine
+from duespec.coverage import reached
 from duespec.model import duebook as model
 from duespec.spec import duebook_invariants as spec
 from duespec.systems import System
@@ -125,7 +127,8 @@ class ImplTarget:
         self.book = None
 
 
-# --- Strategies: ordinary values most of the time, the edges and garbage some of it. ---
+# --- The value space: every value the campaign sends, in one place (docs/operations.md,
+# "What duespec sends"). Ordinary values most of the time, edges and garbage some of it. ---
 
 @st.composite
 def mostly(draw: st.DrawFn, common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any],
@@ -145,6 +148,30 @@ class Headroom:
         return INT64_MAX - start + self.offset
 
 
+#: How an integer is dressed up as something that is not one (each must be `invalid`):
+#: the integral float and the numeric string are what lenient parsers let through.
+DISGUISES: dict[str, Callable[[int], Json]] = {
+    "float": float,                       # 1 -> 1.0
+    "string": str,                        # 5 -> "5"
+    "null": lambda value: None,
+    "true": lambda value: True,           # Python's own trap: True == 1
+    "false": lambda value: False,
+    "list": lambda value: [value],
+    "object": lambda value: {"value": value},
+}
+
+
+@dataclass(frozen=True)
+class Disguised:
+    """An integer the machine would have sent, sent as a wrong-typed value instead."""
+
+    form: str
+    value: int = 0
+
+    def of(self, value: int | None = None) -> Json:
+        return DISGUISES[self.form](self.value if value is None else value)
+
+
 #: Which open deferral an op or a clock move is about, named by what makes it stand out
 #: rather than by position, so the choice survives when a shrunk run drops the others.
 ROLES = ("newest", "oldest", "next due", "next to expire", "clock's focus")
@@ -155,6 +182,14 @@ class OpenId:
     """The open deferral in `role` (the next id, not yet open, when none is open)."""
 
     role: str
+
+
+@dataclass(frozen=True)
+class DisguisedOpenId:
+    """An open deferral's id as a wrong-typed value: `1.0` or `"1"` for the open id 1."""
+
+    role: str
+    form: str
 
 
 @dataclass(frozen=True)
@@ -169,23 +204,99 @@ class UpcomingId:
     """The id the next successful schedule will allocate: not open yet."""
 
 
+#: An owner's near misses: what a careless comparison (case folding, Unicode
+#: normalization, trimming, prefix matching) or a length limit takes for the owner.
+NEAR_MISSES: dict[str, Callable[[str], str]] = {
+    "upper case": str.upper,
+    "very long": lambda owner: owner * (1 + 4000 // len(owner)),
+    "NFD": lambda owner: unicodedata.normalize("NFD", owner),
+    "padded": lambda owner: f" {owner} ",
+    "prefix": lambda owner: owner[:-1] or owner + owner,
+    "NFC": lambda owner: unicodedata.normalize("NFC", owner),
+    "title case": str.title,
+    "trimmed": str.strip,
+    "extended": lambda owner: owner + "x",
+}
+
+
+@dataclass(frozen=True)
+class CallerPick:
+    """Who calls cancel: the deferral's own owner, a near miss of it, or anyone else."""
+
+    kind: str
+
+
+#: The near-miss owners stored as they are: NFC and NFD spellings of one name (a
+#: normalizing target changes them), surrounding blanks (a trimming one does), a prefix
+#: and a case variant of another owner, a character beyond the BMP, a long name.
+#: The two spellings of josé come early and twice: only they have a near miss in the other
+#: normalization form.
+OWNER_NAMES = ("alice", "jos\u00e9", "bob", "jose\u0301", "carol", "Alice", "jos\u00e9", "al",
+               "jose\u0301", " dave ", "\U0001f986", "o" * 300)
+#: Owners and callers that are not owners: empty, and wrong types.
+NOT_OWNERS = ("", None, 7, 1.0, True, ["alice"], {"name": "alice"})
+
 NOT_INTS = (True, False, 1.5, "3", None)
 OUT_OF_INT64 = (INT64_MAX + 1, INT64_MIN - 1)
+#: The first integer a double cannot hold: a parser reading every number as one loses it.
+DOUBLE_EDGE = 2**53 + 1
 
-OWNER_POOL = st.sampled_from(("alice", "bob", "carol"))
-NOT_OWNERS = st.sampled_from(("", None, 7, ["alice"]))
-OWNERS = mostly(OWNER_POOL, NOT_OWNERS, one_in=10)
-#: Callers are wrong more often than owners: Cancel has no other input to get wrong.
-CALLERS = mostly(OWNER_POOL, NOT_OWNERS, one_in=6)
+#: Caps: 3 (shrinks there), the smallest, small ones, and caps no int32 holds.
+CAPS = (3, 1, 3, 2, 1, 5, 64, 2**31, INT64_MAX)
+#: Deep runs fill the book, so their cap is large.
+DEEP_CAPS = (1500, 2**31, INT64_MAX)
+#: Deferrals one fill may schedule (times `--depth`): past the implementation's index run
+#: of 1024 rows at the top, so the default campaign reaches its split; that one rarely,
+#: as every later step of its run compares a state of over a thousand entries.
+FILL_SIZES = (12, 40, 150, 300, 12, 40, 150, 300, 1100)
+DRAIN_SIZES = (10, 100, 1000)
+#: Orders in which a fill's due times arrive: the index is inserted at its end, at its
+#: front, at one key (ties broken by id), or all over.
+FILL_PATTERNS = ("ascending", "descending", "same instant", "scattered")
+#: A run is deep when its draw from range(DEEP_ONE_IN) reaches DEEP_THRESHOLD: Hypothesis
+#: draws small integers more often than large ones, and repeats a run's draws in the runs
+#: it derives from it, so this is about one run in five (measured over 200 runs).
+DEEP_ONE_IN, DEEP_THRESHOLD = 10, 8
+
+#: Every value the duebook campaign sends, by argument: what a target author must answer.
+VALUE_SPACE: dict[str, str] = {
+    "config.max_open": f"{sorted(set(CAPS))} (deep runs: {list(DEEP_CAPS)})",
+    "owner": f"{list(OWNER_NAMES)}; invalid: {list(NOT_OWNERS)}",
+    "caller": "the deferral's owner; a near miss of it (" + ", ".join(NEAR_MISSES)
+              + f"); another owner; invalid: {list(NOT_OWNERS)}",
+    "delay": "0, 1, 2, 3, 5, 8; int64 max, the largest that fits at now, one past it; "
+             f"-1, {OUT_OF_INT64}; {', '.join(DISGUISES)} forms of a valid delay",
+    "ttl": "0, 1, 2, 50, 1000; the largest that fits after due_at, one past it; as delay",
+    "id": "an open id (newest, oldest, next due, next to expire, the clock's focus); a "
+          "consumed id; the next id; 0, -1, int64 max, int64 min, out of int64, 1.5; an "
+          f"open id in the {', '.join(DISGUISES)} forms",
+    "limit": f"0-5; int64 max, -1, {OUT_OF_INT64}; {', '.join(DISGUISES)} forms of 2",
+    "now": "the clock: 0 up, each window edge (due_at - 1, due_at, expires_at - 1, "
+           f"expires_at), back one tick, to 0, to 2^31, to 2^53 + 1, to int64 max; for one "
+           f"op: -1, int64 min, 2^63, or the clock's value in the {', '.join(DISGUISES)} forms",
+    "fills": "deep runs (about one in five): fills of {sorted(set(FILL_SIZES))} x --depth "
+             f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}",
+}
+
+OWNER_POOL = st.sampled_from(OWNER_NAMES)
+OWNERS = mostly(OWNER_POOL, st.sampled_from(NOT_OWNERS), one_in=10)
+#: Callers: the owner a fifth of the time, a near miss of it (each kind 1 in 14) most of
+#: the time, anyone or garbage the rest.
+CALLER_PICKS = st.sampled_from(
+    ("owner",) * 6 + tuple(NEAR_MISSES) * 2 + ("anyone", "anyone", "invalid", "invalid"))
 #: Delays and ttls, uniformly: 0 (due now; for a ttl, never expires) as often as any
 #: other, and some windows long enough for several deferrals to be claimable at once.
 DELAYS = st.sampled_from((0, 1, 2, 3, 5, 8))
 TTLS = st.sampled_from((0, 1, 2, 50, 1000))
+#: The integral float and the numeric string, what lenient parsers let through, most often.
+DISGUISE_FORMS = st.sampled_from(("float", "string", *DISGUISES))
 #: Durations past int64, exactly at its edge, and not durations at all.
 ODD_DURATIONS = st.one_of(st.builds(Headroom, st.sampled_from((-1, 0, 1))),
-                          st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)))
-LIMITS = mostly(st.integers(0, 5), st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)),
-                one_in=8)
+                          st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)),
+                          st.builds(Disguised, DISGUISE_FORMS, st.sampled_from((0, 1, 5)).map(int)))
+LIMITS = mostly(st.integers(0, 5), st.one_of(
+    st.sampled_from((INT64_MAX, -1, *OUT_OF_INT64, *NOT_INTS)),
+    st.builds(Disguised, DISGUISE_FORMS, st.just(2))), one_in=8)
 STRANGER_IDS = st.one_of(
     st.builds(ConsumedId, st.integers(0, 3)),
     st.just(UpcomingId()),
@@ -193,14 +304,23 @@ STRANGER_IDS = st.one_of(
     st.sampled_from((0, -1, INT64_MAX, INT64_MIN, True)),
     st.sampled_from((*NOT_INTS, *OUT_OF_INT64)),
 )
+#: An open id in a wrong type: as likely as any other stranger, since only an id that
+#: names an open deferral shows a target that reads `1.0` as the id 1.
+DISGUISED_OPEN_IDS = st.builds(DisguisedOpenId, st.sampled_from(ROLES), DISGUISE_FORMS)
 
 #: The four instants where a deferral's window opens or closes.
 EDGES = ("due_at - 1", "due_at", "expires_at - 1", "expires_at")
-#: Clock jumps within int64 time; the end of time rarely, as it leaves every deferral
-#: already scheduled expired and every later one unable to expire.
-JUMPS = mostly(st.sampled_from(("to zero", "one tick back")), st.just("to int64 max"), one_in=6)
-#: Instants that are not valid times, passed to a single op.
-MISREADS = (-1, INT64_MAX + 1)
+#: Clock jumps within int64 time; the far ones rarely, as the end of time leaves every
+#: deferral already scheduled expired and every later one unable to expire.
+JUMPS = mostly(st.sampled_from(("to zero", "one tick back")),
+               st.sampled_from(("to int64 max", "to 2^31", "to 2^53 + 1")), one_in=6)
+JUMP_TO = {"to zero": 0, "to int64 max": INT64_MAX, "to 2^31": 2**31, "to 2^53 + 1": DOUBLE_EDGE}
+#: Instants that are not valid times, passed to a single op: out of range, or the clock's
+#: own value in a wrong type.
+MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Disguised("string"),
+                            *(Disguised(form) for form in DISGUISES)))
+#: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
+MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
 
 
 class DuebookMachine(LockstepMachine):
@@ -211,39 +331,70 @@ class DuebookMachine(LockstepMachine):
     time; an invalid instant is a one-off misread passed to the next op only, so it does
     not silently turn a whole run into `invalid` answers. Ids are mostly open ones, else
     scheduled (often since consumed), upcoming, unknown and wrong-typed ones. Every run
-    starts with one valid schedule: no id is ever drawn from an empty bundle, and runs
-    whose rule subset leaves schedule out still have a deferral to work on.
+    starts with its own cap and one valid schedule: no id is ever drawn from an empty
+    bundle, and runs whose rule subset leaves schedule out still have a deferral to work on.
 
     Three rules move the clock and act in one step (at a window edge; a keeper and a
     janitor waking when their listings are longest): the mutation tests showed that
-    leaving such pairs to chance let edge and ordering bugs slip through some seeds."""
+    leaving such pairs to chance let edge and ordering bugs slip through some seeds.
+    About one run in five is deep: it fills the book with hundreds of deferrals
+    and drains it, so bugs that need many ids or many open entries are reached."""
 
     system = "duebook"
     ids = Bundle("ids")
     #: Mostly an open deferral; else any scheduled id, or a stranger.
-    ID_PICKS = mostly(st.builds(OpenId, st.sampled_from(ROLES)), st.one_of(ids, STRANGER_IDS), one_in=3)
+    ID_PICKS = mostly(st.builds(OpenId, st.sampled_from(ROLES)),
+                      st.one_of(ids, STRANGER_IDS, DISGUISED_OPEN_IDS, DISGUISED_OPEN_IDS), one_in=3)
 
     def __init__(self) -> None:
         super().__init__()
         self.now = 0
         #: An invalid instant the next op is given instead of `now`, once.
-        self.misread: int | None = None
+        self.misread: int | Disguised | None = None
         self.next_id = 1
         self.consumed: list[int] = []
         #: The id whose window edge the clock last reached.
         self.focus: int | None = None
+        self.deep = False
+        self.most_open = 0
+        #: Consumed slots since the implementation last compacted (its rule, simulated).
+        self.dead_slots = 0
         self.state = self.oracle_state()
         #: (state before, step, state after) of the latest op.
         self.transition: tuple[dict[str, Json], dict[str, Json], dict[str, Json]] | None = None
 
     def act(self, op: str, args: dict[str, Json]) -> dict[str, Json]:
-        now = self.now if self.misread is None else self.misread
+        now: Json = self.now
+        if isinstance(self.misread, Disguised):
+            now = self.misread.of(self.now)
+        elif self.misread is not None:
+            now = self.misread
         self.misread = None
         before = self.state
         response = self.call(op, args, now)
-        self.state = self.oracle_state()
+        self.observed(response, op)
         self.transition = (before, self.steps[-1], self.state)
         return response
+
+    def observed(self, response: dict[str, Json] | None, op: str) -> None:
+        """The oracle's state after a step, and the depth regimes it is in (spec/duebook.md)."""
+        self.state = self.oracle_state()
+        open_count = len(self.state["open"])
+        self.most_open = max(self.most_open, open_count)
+        if response is not None and op in ("claim", "cancel", "expire") and "ok" in response:
+            self.dead_slots += 1
+            if self.dead_slots > open_count and self.dead_slots > COMPACT_FLOOR:
+                reached("DR-05.compaction")
+                self.dead_slots = 0
+        if open_count > INDEX_RUN:
+            reached("DR-04.index_run_split")
+        elif open_count > MANY_OPEN:
+            reached("DR-03.dozens_open")
+        if self.state["next_id"] > MANY_IDS + 1:
+            reached("DR-02.hundreds_of_ids")
+
+    def depth_reached(self) -> dict[str, int]:
+        return {"ids allocated": self.next_id - 1, "open entries reached": self.most_open}
 
     def in_role(self, role: str) -> dict[str, Json] | None:
         open_deferrals = self.state["open"]
@@ -263,12 +414,28 @@ class DuebookMachine(LockstepMachine):
         if isinstance(pick, OpenId):
             deferral = self.in_role(pick.role)
             return self.next_id if deferral is None else deferral["id"]
+        if isinstance(pick, DisguisedOpenId):
+            reached(f"DR-07.{pick.form}")
+            deferral = self.in_role(pick.role)
+            return DISGUISES[pick.form](self.next_id if deferral is None else deferral["id"])
         if isinstance(pick, ConsumedId):
             # Index 0 is the newest, so a shrunk run can drop whatever came before it.
             return self.consumed[-1 - pick.index % len(self.consumed)] if self.consumed else self.next_id
         if isinstance(pick, UpcomingId):
             return self.next_id
         return pick
+
+    def a_caller(self, id: Json, pick: CallerPick, anyone: Json, invalid: Json) -> Json:
+        owner = next((d["owner"] for d in self.state["open"] if d["id"] == id and type(id) is int),
+                     None) if pick.kind in NEAR_MISSES or pick.kind == "owner" else None
+        if pick.kind == "invalid":
+            return invalid
+        if owner is None:
+            return anyone
+        if pick.kind in NEAR_MISSES:
+            reached(f"DR-06.{pick.kind.replace(' ', '_')}")
+            return NEAR_MISSES[pick.kind](owner)
+        return owner
 
     def consume(self, op: str, args: dict[str, Json]) -> None:
         response = self.act(op, args)
@@ -278,17 +445,30 @@ class DuebookMachine(LockstepMachine):
     def has_open(self) -> bool:
         return bool(self.state["open"])
 
+    def is_deep(self) -> bool:
+        return self.deep
+
     # --- the protocol ---
 
-    @initialize(target=ids, opening=st.lists(
+    @initialize(target=ids, cap=st.sampled_from(CAPS), deep=st.integers(0, DEEP_ONE_IN - 1),
+                deep_cap=st.sampled_from(DEEP_CAPS), opening=st.lists(
         st.tuples(OWNER_POOL, DELAYS,
                   mostly(TTLS, st.builds(Headroom, st.sampled_from((-1, 0))), one_in=6)),
         min_size=1, max_size=3))
-    def opening_schedules(self, opening: list[tuple[str, int, int | Headroom]]) -> Any:
-        """One to three valid schedules at time 0: the ids bundle is never empty, every run
-        has deferrals to work on whatever rules it leaves out, and listings can hold
-        several at once. A ttl may reach int64 max, so a shrunk counterexample needs no
-        later schedule to get to the end of time."""
+    def opening_schedules(self, cap: int, deep: int, deep_cap: int,
+                          opening: list[tuple[str, int, int | Headroom]]) -> Any:
+        """This run's cap (a large one when the run is deep), then one to three valid
+        schedules at time 0: the ids bundle is never empty, every run has deferrals to work
+        on whatever rules it leaves out, and listings can hold several at once. A ttl may
+        reach int64 max, so a shrunk counterexample needs no later schedule to get to the
+        end of time."""
+        self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
+        max_open = deep_cap if self.deep else cap
+        if max_open != self.config.get("max_open"):
+            self.reconfigure({**self.config, "max_open": max_open})
+            self.state = self.oracle.observe()
+        reached("DR-01.cap_1" if max_open == 1 else "DR-01.cap_beyond_int32" if max_open > 2**31 - 1
+                else "DR-01.cap_small")
         scheduled = [self.schedule(owner, delay, ttl) for owner, delay, ttl in opening]
         return multiple(*(id for id in scheduled if type(id) is int))
 
@@ -297,8 +477,12 @@ class DuebookMachine(LockstepMachine):
     def schedule(self, owner: Json, delay: Json, ttl: Json) -> Any:
         if isinstance(delay, Headroom):
             delay = delay.at(self.now)
+        elif isinstance(delay, Disguised):
+            delay = delay.of()
         if isinstance(ttl, Headroom):
             ttl = ttl.at(self.now + delay if type(delay) is int else self.now)
+        elif isinstance(ttl, Disguised):
+            ttl = ttl.of()
         response = self.act("schedule", {"owner": owner, "delay": delay, "ttl": ttl})
         if "error" in response:
             return multiple()
@@ -310,9 +494,11 @@ class DuebookMachine(LockstepMachine):
     def claim(self, id: Any) -> None:
         self.consume("claim", {"id": self.an_id(id)})
 
-    @rule(id=ID_PICKS, caller=CALLERS)
-    def cancel(self, id: Any, caller: Json) -> None:
-        self.consume("cancel", {"id": self.an_id(id), "caller": caller})
+    @rule(id=ID_PICKS, caller=st.builds(CallerPick, CALLER_PICKS), anyone=OWNER_POOL,
+          invalid=st.sampled_from(NOT_OWNERS))
+    def cancel(self, id: Any, caller: CallerPick, anyone: str, invalid: Json) -> None:
+        id = self.an_id(id)
+        self.consume("cancel", {"id": id, "caller": self.a_caller(id, caller, anyone, invalid)})
 
     @rule(id=ID_PICKS)
     def expire(self, id: Any) -> None:
@@ -324,11 +510,11 @@ class DuebookMachine(LockstepMachine):
 
     @rule(limit=LIMITS)
     def claimable(self, limit: Json) -> None:
-        self.act("claimable", {"limit": limit})
+        self.act("claimable", {"limit": limit.of() if isinstance(limit, Disguised) else limit})
 
     @rule(limit=LIMITS)
     def expirable(self, limit: Json) -> None:
-        self.act("expirable", {"limit": limit})
+        self.act("expirable", {"limit": limit.of() if isinstance(limit, Disguised) else limit})
 
     @precondition(has_open)
     @rule(limit=LIMITS)
@@ -336,11 +522,14 @@ class DuebookMachine(LockstepMachine):
         """A keeper wakes at the first instant the most open deferrals are claimable and
         lists its work: the listing is longest there, so its order and limit matter most."""
         open_deferrals = self.state["open"]
+        dues = sorted({d["due_at"] for d in open_deferrals})
+        if len(dues) > 64:  # a deep run: a sample of the instants keeps the step cheap
+            dues = dues[::len(dues) // 32]
 
         def claimable_count(now: int) -> int:
             return sum(d["due_at"] <= now and (d["expires_at"] == 0 or now < d["expires_at"])
                        for d in open_deferrals)
-        self.now = max(sorted(d["due_at"] for d in open_deferrals), key=claimable_count)
+        self.now = max(dues, key=claimable_count)
         self.claimable(limit)
 
     @precondition(has_open)
@@ -349,6 +538,57 @@ class DuebookMachine(LockstepMachine):
         """The same for expiry: at the last open expires_at, every expiring one is late."""
         self.now = max(d["expires_at"] for d in self.state["open"])
         self.expirable(limit)
+
+    # --- deep runs: many ids, many open entries ---
+
+    @precondition(is_deep)
+    @rule(size=st.sampled_from(FILL_SIZES), pattern=st.sampled_from(FILL_PATTERNS))
+    def fill(self, size: int, pattern: str) -> None:
+        """Schedule `size` (x depth) deferrals in one step, until the book is full; every
+        answer is compared, the state once at the end."""
+        # A fill stops a little past the largest fill: every step compares the whole state.
+        ceiling = round(max(FILL_SIZES) * self.depth) + 40
+        count = min(max(1, round(size * self.depth)), ceiling - len(self.state["open"]))
+        for n in range(count):
+            delay = {"ascending": n, "descending": count - n, "same instant": 3,
+                     "scattered": (n * 7919) % 997}[pattern]
+            ttl = (0, 50, 1000, 3, 400)[n % 5]
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % 3], "delay": delay, "ttl": ttl},
+                                 self.now)
+            if "error" in response:
+                break
+            self.next_id = response["ok"]["id"] + 1
+        self.bulk_done()
+
+    @precondition(lambda self: self.deep and self.has_open())
+    @rule(size=st.sampled_from(DRAIN_SIZES), newest_first=st.booleans())
+    def drain(self, size: int, newest_first: bool) -> None:
+        """Consume up to `size` (x depth) of the oldest (or the newest) open deferrals:
+        claim when it is claimable, else expire when late, else cancel as the owner."""
+        open_count = len(self.state["open"])
+        in_order = self.state["open"][::-1] if newest_first else self.state["open"]
+        for deferral in in_order[:max(1, round(size * self.depth))]:
+            if deferral["due_at"] <= self.now and (not deferral["expires_at"] or self.now < deferral["expires_at"]):
+                op, args = "claim", {"id": deferral["id"]}
+            elif deferral["expires_at"] and deferral["expires_at"] <= self.now:
+                op, args = "expire", {"id": deferral["id"]}
+            else:
+                op, args = "cancel", {"id": deferral["id"], "caller": deferral["owner"]}
+            response = self.call(op, args, self.now)
+            if "ok" in response:
+                self.consumed.append(deferral["id"])
+                open_count -= 1
+                self.dead_slots += 1
+                if self.dead_slots > open_count and self.dead_slots > COMPACT_FLOOR:
+                    reached("DR-05.compaction")
+                    self.dead_slots = 0
+        self.bulk_done()
+
+    def bulk_done(self) -> None:
+        """After many steps in one rule: one state comparison, no transition invariants
+        (they judge one step), the depth regimes from the state reached."""
+        self.observed(None, "fill")
+        self.transition = None
 
     # --- the clock ---
 
@@ -381,10 +621,12 @@ class DuebookMachine(LockstepMachine):
 
     @rule(to=JUMPS)
     def clock_jumps(self, to: str) -> None:
-        self.now = {"to zero": 0, "to int64 max": INT64_MAX, "one tick back": max(self.now - 1, 0)}[to]
+        self.now = max(self.now - 1, 0) if to == "one tick back" else JUMP_TO[to]
 
-    @rule(instant=st.sampled_from(MISREADS))
-    def clock_misreads(self, instant: int) -> None:
+    @rule(instant=MISREADS)
+    def clock_misreads(self, instant: int | Disguised) -> None:
+        if isinstance(instant, Disguised):
+            reached(f"DR-07.now_{instant.form}")
         self.misread = instant
 
     # --- the spec's invariants, on the oracle's state (which the target's has matched) ---
@@ -429,12 +671,16 @@ class ImpliedState:
                 "open": [self.open[id] for id in sorted(self.open)]}
 
 
-#: The model's branches a campaign must reach. D-01.invalid needs a bad config, which
-#: reset() refuses before any campaign starts. The machine sends no malformed requests
-#: (D-27): a rule for them changed the search enough that a mutant's counterexample no
-#: longer shrank; tests/test_malformed_requests.py and the corpus check them instead.
-REQUIRED_TAGS = model.OPERATION_TAGS - {"D-01.invalid", "D-27.unknown_op", "D-27.args_not_object",
-                                        "D-27.wrong_keys"}
+#: The model's branches reachable from a valid config: D-01.invalid is only reachable by
+#: a bad config, which reset() refuses before any campaign starts.
+#: The depth and value regimes of spec/duebook.md (DR-01..DR-07) too. The machine sends no
+#: malformed requests (D-27): tests/test_malformed_requests.py and the corpus check them.
+REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid", "D-27.unknown_op", "D-27.args_not_object",
+                                         "D-27.wrong_keys"}) | {
+    "DR-01.cap_1", "DR-01.cap_small", "DR-01.cap_beyond_int32", "DR-02.hundreds_of_ids",
+    "DR-03.dozens_open", "DR-04.index_run_split", "DR-05.compaction",
+    *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),
+    *(f"DR-07.{form}" for form in DISGUISES), *(f"DR-07.now_{form}" for form in DISGUISES)}
 
 SYSTEM = System(
     name="duebook",

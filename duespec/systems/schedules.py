@@ -8,6 +8,8 @@ step the properties of spec/schedules_properties.py are checked on the oracle's 
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 from typing import Any
 
 from hypothesis import strategies as st
@@ -19,7 +21,10 @@ from duespec.campaigns.lockstep import LockstepMachine, state_diff
 from duespec.model import schedules as model
 from duespec.model.schedules.clock import MAX_TIME, next_run
 from duespec.model.schedules.expand import expand
+from duespec.coverage import reached
+from duespec.spec import cron_dialect
 from duespec.spec import schedules_properties as spec
+from duespec.spec.cron_dialect import ALIASES
 from duespec.systems import System
 from duespec.targets.interface import Json
 
@@ -128,15 +133,28 @@ class ImplTarget:
 
 #: 2025-01-01T00:00:00Z.
 EPOCH_2025 = 1_735_689_600_000
+#: Where a run's clock starts: minute, month, year and century edges, leap days that are
+#: (2000, 2028) and are not (2100), and the last minutes before the end of time.
 STARTS = (
     EPOCH_2025,
     EPOCH_2025 + 59_999,                     # 1 ms before a minute boundary
     1_740_787_140_000,                       # 2025-02-28T23:59:00Z: month end, no leap day
     1_835_387_940_000,                       # 2028-02-28T23:59:00Z: the night before a leap day
     1_767_225_540_000,                       # 2025-12-31T23:59:00Z: year end
+    951_782_340_000,                         # 2000-02-28T23:59:00Z: a century year that leaps
+    951_868_740_000,                         # 2000-02-29T23:59:00Z: its leap day rolls into March
+    4_107_542_340_000,                       # 2100-02-28T23:59:00Z: a century year that does not
+    4_102_444_740_000,                       # 2099-12-31T23:59:00Z: the century rolls over
+    1_746_057_540_000,                       # 2025-04-30T23:59:00Z: a 30-day month ends
+    253_370_678_400_000,                     # 9998-12-31T00:00:00Z: the last year rollover
+    MAX_TIME - 3 * 60_000 + 1,               # 9999-12-31T23:57:00Z: the end of time
 )
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
+#: Near misses of the ids above and of each other: a store that folds case, trims,
+#: normalizes Unicode or matches prefixes answers them as the original.
+NEAR_MISS_IDS = ("Nightly", "nightly ", "night", "caf\u00e9", "cafe\u0301")
+#: A hand-picked spread of the dialect (spec/cron.md); `cron_expressions` draws the rest.
 CRONS = (
     "* * * * *",            # every minute
     "0 * * * *",            # hourly
@@ -148,14 +166,17 @@ CRONS = (
     "59 23 28-31 * *",
     "@hourly",
 )
-INVALID_CRONS = ("60 * * * *", "* * * *", "0 0 30 2 *", "every minute", "", 5)
+INVALID_CRONS = ("60 * * * *", "* * * *", "0 0 30 2 *", "every minute", "", 5, "5-5 * * * *",
+                 "*/0 * * * *", "*/61 * * * *", "0 0 ? * ?x", "@fortnightly", "0 0 * * 8", "0 0 1-31 * *", None)
 TEMPLATES = ("{{.id}}.{{.timestamp}}", "{{.id}}-{{.timestamp}}", "tick-{{.timestamp}}",
              "{{.timestamp}}")
-INVALID_TEMPLATES = ("{{.id}}", "fixed", 7)
+INVALID_TEMPLATES = ("{{.id}}", "fixed", 7, "{{ .timestamp }}", "{{.Timestamp}}", None)
 PROMISE_TIMEOUTS = (0, 1, 1000, MINUTE, HOUR, DAY, 30 * DAY)
-INVALID_TIMEOUTS = (-1, 1.5, True, MAX_TIME + 1, "60000")
+#: Not timeouts: out of range, and the wrong types (an integral float, a numeric string).
+INVALID_TIMEOUTS = (-1, 1.5, True, MAX_TIME + 1, "60000", 60000.0, None, [MINUTE], {"ms": MINUTE})
 PARAMS = ({"headers": {}, "data": None}, {"headers": {"traceparent": "00-1"}, "data": "eyJ4IjoxfQ=="})
-INVALID_PARAMS = ({"data": None}, {"headers": [], "data": None}, {"headers": {}, "data": 3})
+INVALID_PARAMS = ({"data": None}, {"headers": [], "data": None}, {"headers": {}, "data": 3},
+                  {"headers": {"k": 1}, "data": None}, {"headers": {}, "data": None, "x": 1}, None)
 TARGET = {"resonate:target": "poll://any@workers"}
 TAGS = (
     {},
@@ -165,12 +186,105 @@ TAGS = (
     {**TARGET, "resonate:delay": "0"},
     {**TARGET, "resonate:delay": str(EPOCH_2025 + 2 * HOUR)},
     {**TARGET, "resonate:delay": str(EPOCH_2025 + 400 * DAY)},
+    {**TARGET, "resonate:delay": str(MAX_TIME)},          # the last valid delay
+    {**TARGET, "resonate:delay": "0005"},                 # leading zeros are still digits
 )
 #: promise.create only: a delay one hour after the clock, wherever the clock is.
 DELAYED_AN_HOUR = {**TARGET, "resonate:delay": "in an hour"}
-INVALID_TAGS = ({"resonate:delay": "-5"}, {"resonate:delay": "soon"}, {"k": 1}, [])
-INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None)
+INVALID_TAGS = ({"resonate:delay": "-5"}, {"resonate:delay": "soon"}, {"k": 1}, [],
+                {"resonate:delay": str(MAX_TIME + 1)}, {"resonate:delay": "+5"},
+                {"resonate:delay": " 5"}, {"resonate:delay": "5.0"}, {"resonate:delay": ""},
+                {"k": None}, {"k": {"nested": "x"}}, None)
+INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None, 1.0, ["nightly"], {"id": "nightly"})
 PROMISE_IDS = ("p1", "p2", "nightly.1")
+#: Each run draws its config: retry_timeout from these (None: the key is left out, so the
+#: default of 5000 applies), the profile is the campaign's.
+RETRY_TIMEOUTS = (DEFAULT_RETRY_TIMEOUT, None, 1, MINUTE, DAY)
+#: Instants sent with a malformed request (None: the clock's own, valid).
+ODD_NOWS = (None, -1, MAX_TIME + 1, 1.5, True, "now as float", "now as string", "null")
+
+#: Every value the schedules campaign sends, by argument: what a target author must answer.
+VALUE_SPACE: dict[str, str] = {
+    "config": f"profile: the campaign's; retry_timeout: {[t for t in RETRY_TIMEOUTS if t is not None]} "
+              "or left out",
+    "now": "starts at a minute, month, year or century edge (2000, 2025, 2028, 2099-2100), "
+           "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days and to 1 ms "
+           "before/at/after a tick; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
+           "the clock as a float or a numeric string",
+    "schedule id": f"{list(SCHEDULE_IDS)}, near misses {list(NEAR_MISS_IDS)}; invalid "
+                   f"{list(INVALID_SCHEDULE_IDS)}",
+    "cron": "the whole dialect of spec/cron.md (`cron_expressions`: every alias in any case, "
+            "month and weekday names, `?`, values, ranges, steps, lists, both day fields "
+            f"restricted, dates that rarely or never occur) and {list(CRONS)}; invalid "
+            f"{list(INVALID_CRONS)}",
+    "promiseId": f"{list(TEMPLATES)}; invalid {list(INVALID_TEMPLATES)}",
+    "promiseTimeout": f"{list(PROMISE_TIMEOUTS)}; invalid {list(INVALID_TIMEOUTS)}",
+    "timeoutAt": "now - 1 minute, -1 ms, +0, +1 ms, +1 minute, +1 day (clamped at 0)",
+    "param": f"{list(PARAMS)}; invalid {list(INVALID_PARAMS)}",
+    "tags": f"{list(TAGS)}, a delay one hour ahead; invalid {list(INVALID_TAGS)}",
+    "promise id": f"{list(PROMISE_IDS)} and the ids a coming tick expands to",
+}
+
+
+@st.composite
+def cron_expressions(draw: st.DrawFn) -> str:
+    """A cron from the whole dialect: each field a `*`, value, name, range, step or list
+    (`?` in the day fields), sometimes an alias in any case. Drawn expressions the dialect
+    rejects (a range with equal ends, a date that never occurs) are sent as they are:
+    the answer is a 400, which is compared too."""
+    if draw(st.integers(0, 7)) == 0:
+        alias = draw(st.sampled_from(sorted(ALIASES)))
+        return draw(st.sampled_from((alias, alias.upper(), alias.capitalize())))
+    minute = draw(_field(0, 59, ("0", "*/15", "30", "5/20", "0,30", "10-20/5", "59")))
+    hour = draw(_field(0, 23, ("0", "*", "9-17", "*/6", "23", "0,12")))
+    day = draw(_field(1, 31, ("*", "?", "1", "15", "28-31", "31", "29", "1,15", "*/10", "30")))
+    month = draw(st.sampled_from(("*", "*", "2", "feb", "jan-jun", "*/3", "FEB,aug", "12", "4,6,9,11",
+                                  "Dec")))
+    weekday = draw(st.sampled_from(("*", "*", "?", "mon-fri", "sun", "7", "0", "1,3,5", "SAT,sun",
+                                    "*/2", "5")))
+    return f"{minute} {hour} {day} {month} {weekday}"
+
+
+def _field(low: int, high: int, common: tuple[str, ...]) -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(common), st.integers(low, high).map(str),
+                     st.tuples(st.integers(low, high), st.integers(low, high)).map(
+                         lambda pair: f"{min(pair)}-{max(pair)}"),
+                     # up to one past the field's size: the first step the dialect rejects
+                     st.integers(1, high - low + 2).map(lambda step: f"*/{step}"))
+
+
+def cron_regimes(cron: str) -> list[str]:
+    """The dialect features a cron uses (spec/schedules.md SR-01), for the coverage report."""
+    expression = cron_dialect.parse(cron)
+    text = cron.strip(" \t")
+    fields = [] if text.startswith("@") else text.split()
+    found = ["alias"] if text.startswith("@") else []
+    for feature, present in (("names", any(c.isalpha() for c in "".join(fields))),
+                             ("question_mark", "?" in text), ("range", "-" in text),
+                             ("step", "/" in text), ("list", "," in text)):
+        if present:
+            found.append(feature)
+    if not expression.any_day and not expression.any_weekday:
+        found.append("both_day_fields")
+    if expression.any_weekday and min(expression.days) >= 29:
+        found.append("rare_date")
+    return found
+
+
+def instant_regimes(now: int) -> list[str]:
+    """The calendar edges an instant is on (spec/schedules.md SR-02)."""
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=now)
+    found = []
+    if moment.month == 2 and moment.day == 29:
+        found.append("leap_day")
+    if moment.year in (2000, 2100) and moment.month <= 3:
+        found.append("century_year")
+    if moment.day == calendar.monthrange(moment.year, moment.month)[1]:
+        found.append("month_end")
+    if now > MAX_TIME - DAY:
+        found.append("end_of_time")
+    return found
+
 
 #: Promise and task handlers: ids, workers, leases (a few ms, a second, a minute: the clock's
 #: moves lapse them), what a caller settles to, and malformed requests.
@@ -239,6 +353,12 @@ class SchedulesMachine(LockstepMachine):
         before = self.state
         response = self.call(op, args, self.now)
         self.state = after = self.oracle_state()
+        if type(self.now) is int and 0 <= self.now <= MAX_TIME:
+            for regime in instant_regimes(self.now):
+                reached(f"SR-02.{regime}")
+        if op == "schedule.create" and response.get("status") == 200 and not before["schedules"] == after["schedules"]:
+            for feature in cron_regimes(args["cron"]):
+                reached(f"SR-01.{feature}")
         for prop in spec.TRANSITION_PROPERTIES:
             if not prop(before, self.steps[-1], after, self.profile):
                 raise AssertionError(
@@ -274,13 +394,30 @@ class SchedulesMachine(LockstepMachine):
             to = max(self.now, sorted(owed)[budget] - 1)
         self.now = to
 
-    @initialize(start=st.sampled_from(STARTS))
-    def start_clock(self, start: int) -> None:
+    @initialize(start=st.sampled_from(STARTS), retry_timeout=st.sampled_from(RETRY_TIMEOUTS),
+                work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
+    def start_run(self, start: int, retry_timeout: int | None, work: str, ttl: int) -> None:
+        """This run's config (its retry_timeout, or none: the default), where its clock
+        starts, then the work it starts with: one initialize rule, so that the reset a new
+        config needs always comes before the first step."""
+        self.start_clock(start, retry_timeout)
+        self.some_work_to_start_with(work, ttl)
+
+    def start_clock(self, start: int, retry_timeout: int | None) -> None:
+        config = {key: value for key, value in self.config.items() if key != "retry_timeout"}
+        if retry_timeout is not None:
+            config["retry_timeout"] = retry_timeout
+        if config != self.config:
+            self.reconfigure(config)
+            self.state = self.oracle_state()
+        reached("SR-03.default_retry_timeout" if retry_timeout is None else
+                f"SR-03.retry_timeout_{'one' if retry_timeout == 1 else 'set'}")
         self.now = start
 
     # --- the protocol ---
 
-    @rule(id=pool(SCHEDULE_IDS, INVALID_SCHEDULE_IDS), cron=pool(CRONS, INVALID_CRONS),
+    @rule(id=pool(SCHEDULE_IDS + NEAR_MISS_IDS[:2], INVALID_SCHEDULE_IDS, one_in=12),
+          cron=st.one_of(pool(CRONS, INVALID_CRONS, one_in=12), cron_expressions()),
           template=pool(TEMPLATES, INVALID_TEMPLATES), timeout=pool(PROMISE_TIMEOUTS, INVALID_TIMEOUTS),
           param=pool(PARAMS, INVALID_PARAMS), tags=pool(TAGS, INVALID_TAGS))
     def create_schedule(self, id: Json, cron: Json, template: Json, timeout: Json, param: Json,
@@ -289,14 +426,14 @@ class SchedulesMachine(LockstepMachine):
                                      "promiseTimeout": timeout, "promiseParam": param,
                                      "promiseTags": tags})
 
-    @rule(op=st.sampled_from(("schedule.get", "schedule.search")), id=st.sampled_from(SCHEDULE_IDS),
+    @rule(op=st.sampled_from(("schedule.get", "schedule.search")), id=st.sampled_from(SCHEDULE_IDS + NEAR_MISS_IDS),
           search=st.sampled_from(({}, {"limit": 10}, {"cursor": "nightly", "limit": 1}, {"limit": 1},
                                  {"tags": TARGET}, {"tags": {"resonate:timer": "true"}, "limit": 2},
                                  {"limit": 0})))
     def read_schedules(self, op: str, id: str, search: dict[str, Json]) -> None:
         self.act(op, {"id": id} if op == "schedule.get" else search)
 
-    @rule(id=st.sampled_from(SCHEDULE_IDS))
+    @rule(id=st.sampled_from(SCHEDULE_IDS + NEAR_MISS_IDS))
     def delete_schedule(self, id: str) -> None:
         if self.act("schedule.delete", {"id": id})["status"] == 200:
             self.deleted.append(id)
@@ -342,11 +479,14 @@ class SchedulesMachine(LockstepMachine):
 
     @rule(op=st.sampled_from(("schedule.get", "promise.get", "promise.create", "tick", "warp")),
           args=st.sampled_from(({}, {"id": 3}, {"id": "p1", "extra": 1}, {"id": "\ud800"}, None)),
-          now=st.sampled_from((None, -1, MAX_TIME + 1, 1.5, True)))
+          now=st.sampled_from(ODD_NOWS))
     def garbage(self, op: str, args: Json, now: Json) -> None:
         """Malformed requests, an unknown op, invalid instants: 400, and nothing changes."""
         saved = self.now
-        self.now = saved if now is None else now
+        self.now = {None: saved, "now as float": float(saved), "now as string": str(saved),
+                    "null": None}.get(now, now) if isinstance(now, str) or now is None else now
+        if now is not None:
+            reached("SR-04.odd_now")
         try:
             self.act(op, args)
         finally:
@@ -435,7 +575,6 @@ class SchedulesMachine(LockstepMachine):
             return tasks[pick % len(tasks)]
         return {"id": TASK_IDS[pick % len(TASK_IDS)], "version": 0, "pid": None}
 
-    @initialize(work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
     def some_work_to_start_with(self, work: str, ttl: int) -> None:
         """Most runs start with a task to work on: a targeted promise's pending task, one
         already acquired by task.create, or both; the rules then take them through their
@@ -684,6 +823,12 @@ REQUIRED_TAGS = frozenset({
     "X-06.settle_state",
     "SP-13.settled_kept", "SP-14.acquired", "SP-14.fenced", "SP-15.fulfilled_kept", "SP-16.callback",
     "SP-16.listener", "SP-17.state",
+    # the regimes of spec/schedules.md (SR-01..SR-04)
+    "SR-01.alias", "SR-01.names", "SR-01.question_mark", "SR-01.range", "SR-01.step",
+    "SR-01.list", "SR-01.both_day_fields", "SR-01.rare_date",
+    "SR-02.leap_day", "SR-02.century_year", "SR-02.month_end", "SR-02.end_of_time",
+    "SR-03.default_retry_timeout", "SR-03.retry_timeout_one", "SR-03.retry_timeout_set",
+    "SR-04.odd_now",
 })
 
 #: Argument names of each op, exactly as docs/operations.md lists them.

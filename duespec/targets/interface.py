@@ -53,14 +53,29 @@ def same_json(a: Json, b: Json) -> bool:
     """JSON equality that tells 1 from 1.0 and from true, unlike Python's ==.
 
     A target in another language that answers `"next_id": 2.0` or `true` for `1` is wrong,
-    and the comparison must say so."""
-    if type(a) is not type(b):
+    and the comparison must say so. Python's == (in C) settles the values; a walk then only
+    checks that every value has the same type on both sides, which is the part == misses."""
+    return bool(a == b) and _types_agree(a, b)
+
+
+def _types_agree(a: Json, b: Json) -> bool:
+    """Given a == b: the same JSON type everywhere (containers recursively)."""
+    kind = type(a)
+    if kind is not type(b):
         return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
-    return bool(a == b)
+    if kind is dict:
+        pairs = ((value, b[key]) for key, value in a.items())
+    elif kind is list:
+        pairs = zip(a, b)
+    else:
+        return True
+    for x, y in pairs:
+        inner = type(x)
+        if inner is not type(y):
+            return False
+        if (inner is dict or inner is list) and not _types_agree(x, y):
+            return False
+    return True
 
 
 def responses_agree(expected: dict[str, Json], actual: dict[str, Json]) -> bool:
