@@ -354,3 +354,15 @@ def test_concurrent_clients_each_get_their_own_answers(served: Served) -> None:
     assert not failures, failures[:3]
     promises = Client(served.url).send("debug.snap", {})[1]["data"]["promises"]
     assert len(promises) == 100
+
+
+def test_the_bench_load_is_answered_200_for_every_kind_it_sends(served: Served) -> None:
+    """duespec bench's throughput figure walks tasks through their life; a kind answered
+    anything but 200 would make the figure a count of errors, so load() raises then."""
+    from duespec.bench.wire import CLIENTS, TASK_LIFE, load
+
+    Client(served.url).send("debug.reset", {"profile": "lean"})
+    count, latencies, _ = load(served.url, 0.5)
+    assert count == len(latencies) >= CLIENTS
+    kinds = {task["state"] for task in Client(served.url).send("debug.snap", {})[1]["data"]["tasks"]}
+    assert "fulfilled" in kinds and len(TASK_LIFE) == 6
