@@ -2,11 +2,14 @@
 
 One endpoint, `POST /`, body `{kind, head: {corrId, version, auth?, "resonate:debug_time"?},
 data}`; the answer `{kind, head: {corrId, status, version}, data}` with the HTTP status equal
-to head.status. Records travel as the deployed server writes them: a null `settledAt` or
-`lastRunAt` and a null Value `data` are left out, and an error's data is its message. The
-server side (`duespec serve`) reads requests with `parse_request` and `request_to_op` and
-answers with `response_envelope`; the client side (the HTTP target) writes with
-`op_envelope` and reads with `op_response`. Facts and sources: spec/schedules.md "On the wire".
+to head.status. Every kind the model has is the op of its name. Records travel as the
+deployed server writes them (a null `settledAt`, `lastRunAt`, task `ttl` or `pid` and a null
+Value `data` are left out), task requests nest their promise requests as request envelopes,
+and an error's data is its message. The server side (`duespec serve`) reads requests with
+`parse_request` and `request_to_op` and answers with `response_envelope`; the client side
+(the HTTP target) writes with `op_envelope` and reads with `op_response`, the inverses, so
+every answer of the model survives the round trip. The mapping: docs/wire.md; facts and
+sources: spec/schedules.md "On the wire".
 """
 
 from __future__ import annotations
