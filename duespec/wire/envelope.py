@@ -189,7 +189,7 @@ def _opened(nested: Json, kind: str, where: str) -> Json:
     deployed server does not read it)."""
     if not isinstance(nested, dict) or nested.get("kind") != kind or "data" not in nested:
         raise NestingError(f"{where} must be a {kind} request envelope {{kind, head, data}}, got "
-                           f"{json.dumps(nested)[:200]}")
+                           f"{_described(nested)}")
     return nested["data"]
 
 
@@ -200,8 +200,16 @@ def fence_action_from_wire(nested: Json, strict: bool) -> dict[str, Json]:
     data = nested.get("data") if isinstance(nested, dict) else None
     if kind not in FENCE_OPS or not isinstance(data, dict) or "kind" in data:
         raise NestingError("action must be a promise.create or promise.settle request envelope "
-                           f"{{kind, head, data}} whose data is an object, got {json.dumps(nested)[:200]}")
+                           f"{{kind, head, data}} whose data is an object, got {_described(nested)}")
     return {"kind": FENCE_OPS[kind], **_with_defaults(kind, data, strict)}
+
+
+def _described(value: Json) -> str:
+    """What a misplaced value is, in a few words (it may be deep or huge: never dumped whole)."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        return f"an object of kind {kind!r:.60}" if isinstance(kind, str) else "an object without a string kind"
+    return "null" if value is None else f"a {type(value).__name__}"
 
 
 def _same_number(a: Json, b: Json) -> bool:
