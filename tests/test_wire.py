@@ -246,6 +246,12 @@ def bad_bodies(rng: random.Random) -> list[bytes]:
                                   "data": {"awaited": "job", "awaiter": wrong}}).encode())
         bodies.append(json.dumps({"kind": "task.acquire", "head": head, "data": {"id": "job", "version": 1,
                                   "pid": "w", "ttl": wrong}}).encode())
+    task_body = json.dumps({"kind": "task.create", "head": head, "data": {"pid": "w", "ttl": 5, "action": nested(
+        "promise.create", {"id": "other", "timeoutAt": T0 + 60_000, "tags": TARGET})}})
+    bodies += [task_body.replace('"ttl": 5', '"ttl": 5, "pad": "' + "x" * (1024 * 1024) + '"').encode(),  # huge
+               task_body.replace('"other"', "[" * 900).encode(),                                  # deep, unclosed
+               task_body.replace('"pid": "w"', '"pid": ' + "[" * 900 + "]" * 900).encode(),       # deep, wrong type
+               task_body.encode().replace(b"other", b"oth\xff\xfeer")]                             # invalid UTF-8
     for _ in range(30):                                                                 # unknown kinds
         kind = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz._") for _ in range(rng.randint(1, 20)))
         bodies.append(json.dumps({"kind": f"x{kind}", "head": head, "data": {}}).encode())
