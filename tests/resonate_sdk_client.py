@@ -17,9 +17,9 @@ from resonate.connections.http import HttpConnection
 from resonate.error import ServerError
 from resonate.promises import Promises
 from resonate.schedules import Schedules
-from resonate.send import Sender
+from resonate.send import Sender, TaskRef
 from resonate.transport import Transport
-from resonate.types import Value
+from resonate.types import PromiseCreateReq, PromiseRegisterCallbackData, PromiseSettleReq, Value
 
 MINUTE, HOUR = 60_000, 3_600_000
 TARGET = {"resonate:target": "poll://any@workers"}
@@ -31,6 +31,38 @@ async def tick(connection: HttpConnection, time: int) -> dict:
     answer = json.loads(await connection.send(json.dumps(body)))
     assert answer["head"]["status"] == 200, answer
     return answer
+
+
+async def task_story(sender: Sender, now: int) -> dict:
+    """A task's life through the SDK's own task calls, which nest their promise requests as
+    action envelopes and parse the answers (preload, fence action, the 300 redirect)."""
+    seen: dict = {}
+    callback = [PromiseRegisterCallbackData(awaited="job.child", awaiter="job")]
+    created = await sender.task_create("w1", MINUTE, PromiseCreateReq(id="job", timeout_at=now + HOUR, tags=TARGET))
+    seen["created"] = [created.task.state, created.task.version, created.task.pid, created.promise.state,
+                       created.preload]
+    await sender.task_heartbeat("w1", [TaskRef(id="job", version=1)])
+    child = await sender.task_fence_create("job", 1, PromiseCreateReq(id="job.child", timeout_at=now + HOUR,
+                                                                      tags=TARGET))
+    seen["fenced"] = [child.promise.id, child.promise.state, child.preload]
+    seen["suspended"] = await sender.task_suspend("job", 1, callback)
+    settled = await sender.promise_settle(PromiseSettleReq(id="job.child", state="resolved", value=Value(data="eQ==")))
+    seen["settled"] = [settled.state, settled.value.data]
+    acquired = await sender.task_acquire("job", 1, "w2", MINUTE)      # resumed by the settlement
+    seen["acquired"] = [acquired.task.state, acquired.task.version, acquired.task.pid]
+    redirect = await sender.task_suspend("job", 2, callback)          # job.child is done: 300
+    seen["redirected"] = redirect != "suspended" and redirect.preload == []
+    listened = await sender.promise_register_listener("job", "poll://any@me")
+    seen["listened"] = listened.state
+    fulfilled = await sender.task_fulfill("job", 2, PromiseSettleReq(id="job", state="resolved",
+                                                                     value=Value(data="ZG9uZQ==")))
+    seen["fulfilled"] = [fulfilled.state, fulfilled.value.data]
+    try:
+        await sender.task_release("job", 2)
+        seen["release_after_fulfil"] = 200
+    except ServerError as error:
+        seen["release_after_fulfil"] = error.code
+    return seen
 
 
 async def main(url: str) -> dict:
@@ -77,6 +109,8 @@ async def main(url: str) -> dict:
             seen["beyond"] = 200
         except ServerError as error:
             seen["beyond"] = error.code
+
+        seen["tasks"] = await task_story(sender, now)
 
         await schedules.delete("nightly")
         try:

@@ -1,5 +1,6 @@
 """The real client: the published Resonate Python SDK (resonate-sdk 0.8, from PyPI) drives
-`duespec serve` over HTTP, in its own Python 3.12 virtualenv (the SDK needs >= 3.12).
+`duespec serve` over HTTP (schedules, promises, and a task's life through its task calls),
+in its own Python 3.12 virtualenv (the SDK needs >= 3.12).
 
 The virtualenv is built once under .duespec/py312-sdk (gitignored) and reused. Without a
 Python 3.12 this test FAILS, saying so: on this project's machines one is installed
@@ -79,6 +80,17 @@ def test_the_resonate_sdk_drives_duespec_serve() -> None:
                      "createdAt": cron_time, "param": {"report": "daily"}, "schedule_tag": "nightly"}
     assert seen["beyond"] == 404       # no occurrence beyond the clock
     assert seen["after_delete"] == 404
+    assert seen["tasks"] == {
+        "created": ["acquired", 1, "w1", "pending", []],
+        "fenced": ["job.child", "pending", []],
+        "suspended": "suspended",
+        "settled": ["resolved", "eQ=="],
+        "acquired": ["acquired", 2, "w2"],
+        "redirected": True,                      # task.suspend's 300, parsed by the SDK as a Redirect
+        "listened": "pending",
+        "fulfilled": ["resolved", "ZG9uZQ=="],
+        "release_after_fulfil": 409,
+    }
 
 
 def test_without_python_312_the_test_fails_saying_why(tmp_path, monkeypatch) -> None:

@@ -1,11 +1,13 @@
 """What checking over Resonate's HTTP protocol costs, and what `duespec serve` sustains.
 
-1. One schedules campaign (same seed, runs, steps) against `duespec serve` over HTTP (the
-   server in a thread of this process, so this process's CPU time covers both ends),
-   against the same campaign in-process; timed in alternation, CPU seconds, median of the
-   rounds with min-max.
+1. One schedules campaign with every op in scope (same seed, runs, steps) against `duespec
+   serve` over HTTP (the server in a thread of this process, so this process's CPU time
+   covers both ends), against the same campaign in-process; timed in alternation, CPU
+   seconds, median of the repeats with min-max.
 2. `duespec serve` as a separate process, loaded by 4 concurrent keep-alive clients for
-   10 s (2 s with --quick): requests/s and p99 latency, wall clock (latency is wall time).
+   10 s (2 s with --quick), each walking a task through its life (task.create with a nested
+   promise.create, task.get, task.heartbeat, task.fence, task.fulfill with a nested
+   promise.settle, promise.get): requests/s and p99 latency, wall clock (latency is wall time).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from duespec.bench import Figure
+from duespec.bench import MIN_REPEATS, Figure, Sample, alternate, rate_figure, timed
 from duespec.campaigns.run import run_campaign
 from duespec.systems.schedules import SYSTEM
 from duespec.targets.interface import TargetFactory
@@ -30,12 +32,32 @@ CLIENTS = 4
 T0 = 1_735_689_600_000
 
 
-def campaign_cpu_rate(target: TargetFactory, examples: int) -> float:
-    started = time.process_time()
-    result = run_campaign(SYSTEM, target, seed=0, examples=examples, step_count=30)
-    if not result.ok:
-        raise RuntimeError(f"bench campaign failed, figures would be meaningless:\n{result.failure_summary}")
-    return result.steps / (time.process_time() - started)
+def campaign(target: TargetFactory, examples: int) -> Sample:
+    """One timed campaign; its count is the steps it took."""
+    def run() -> int:
+        result = run_campaign(SYSTEM, target, seed=0, examples=examples, step_count=30)
+        if not result.ok:
+            raise RuntimeError(f"bench campaign failed, figures would be meaningless:\n{result.failure_summary}")
+        return result.steps
+    return timed(run)
+
+
+#: One task's life, as each load client repeats it: (kind, data for the task id `id`).
+TASK_LIFE = (
+    ("task.create", lambda id: {"pid": "bench", "ttl": 60_000, "action": _nested("promise.create", {
+        "id": id, "timeoutAt": T0 + 3_600_000, "tags": {"resonate:target": "poll://any@bench"}})}),
+    ("task.get", lambda id: {"id": id}),
+    ("task.heartbeat", lambda id: {"pid": "bench", "tasks": [{"id": id, "version": 1}]}),
+    ("task.fence", lambda id: {"id": id, "version": 1, "action": _nested("promise.create", {
+        "id": f"{id}.child", "timeoutAt": T0 + 3_600_000})}),
+    ("task.fulfill", lambda id: {"id": id, "version": 1, "action": _nested("promise.settle", {
+        "id": id, "state": "resolved"})}),
+    ("promise.get", lambda id: {"id": id}),
+)
+
+
+def _nested(kind: str, data: dict) -> dict:
+    return {"kind": kind, "head": {"corrId": "inner", "version": PROTOCOL_VERSION}, "data": data}
 
 
 def load(url: str, seconds: float) -> tuple[int, list[float], float]:
@@ -48,12 +70,11 @@ def load(url: str, seconds: float) -> tuple[int, list[float], float]:
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
         deadline, n = time.perf_counter() + seconds, 0
         while time.perf_counter() < deadline:
-            n += 1
-            kind, data = (("promise.create", {"id": f"c{index}-{n}", "timeoutAt": T0 + 60_000,
-                                              "param": {"headers": {}, "data": None}, "tags": {}})
-                          if n % 2 else ("promise.get", {"id": f"c{index}-{n - 1}"}))
+            kind, data = TASK_LIFE[n % len(TASK_LIFE)]
             body = json.dumps({"kind": kind, "head": {"corrId": str(n), "version": PROTOCOL_VERSION,
-                                                      "resonate:debug_time": T0}, "data": data})
+                                                      "resonate:debug_time": T0},
+                               "data": data(f"c{index}-{n // len(TASK_LIFE)}")})
+            n += 1
             sent = time.perf_counter()
             connection.request("POST", "/", body=body, headers={"Content-Type": "application/json"})
             response = connection.getresponse()
@@ -80,13 +101,11 @@ def figures(quick: bool) -> list[Figure]:
     import subprocess
     import sys
 
-    examples, rounds, seconds = (5, 1, 2.0) if quick else (20, 3, 10.0)
-    http_rates, local_rates = [], []
+    examples, seconds = (4, 2.0) if quick else (20, 10.0)
     with ServerThread(WireServer()) as server:
         over_http = HttpTargetFactory(server.url, timeout=30)
-        for _ in range(rounds):
-            http_rates.append(campaign_cpu_rate(over_http, examples))
-            local_rates.append(campaign_cpu_rate(SYSTEM.impl, examples))
+        http_samples, local_samples = alternate([lambda: campaign(over_http, examples),
+                                                 lambda: campaign(SYSTEM.impl, examples)], MIN_REPEATS)
     process = subprocess.Popen([sys.executable, "-m", "duespec", "serve", "schedules", "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -97,16 +116,17 @@ def figures(quick: bool) -> list[Figure]:
         process.terminate()
         process.wait(10)
     p99 = statistics.quantiles(latencies, n=100)[98] * 1000
-
-    def spread(values: list[float]) -> str:
-        return f"median of {len(values)} rounds, min {min(values):,.0f} max {max(values):,.0f}"
-
+    local = rate_figure(SECTION, "campaign steps/s (CPU), same campaign, impl in-process", local_samples,
+                        "steps/s", note=f"seed 0, {examples} runs x 30 steps, every op in scope")
+    kinds = ", ".join(kind for kind, _ in TASK_LIFE)
     return [
-        Figure(SECTION, "campaign steps/s (CPU), duespec serve over HTTP", statistics.median(http_rates),
-               "steps/s", "same campaign, impl in-process", statistics.median(local_rates),
-               note=f"seed 0, {examples} runs x 30 steps, alternated; HTTP {spread(http_rates)}; "
-                    f"in-process {spread(local_rates)}; server in a thread of this process"),
+        rate_figure(SECTION, "campaign steps/s (CPU), duespec serve over HTTP", http_samples, "steps/s",
+                    baseline=f"the same campaign in-process, {local.value:,.0f} steps/s (next figure)",
+                    note=f"seed 0, {examples} runs x 30 steps, every op in scope, alternated with the "
+                         "in-process campaign; server in a thread of this process (its CPU counted)"),
+        local,
         Figure(SECTION, f"duespec serve requests/s, {CLIENTS} clients, {seconds:g} s", count / wall, "req/s",
-               note=f"p99 latency {p99:.1f} ms over {count} requests (promise.create/get alternating, "
-                    "keep-alive, server in its own process; wall clock)"),
+               note=f"p99 latency {p99:.1f} ms over {count} requests, all answered 200 ({kinds}, in turn; "
+                    "keep-alive, server in its own process; wall clock)",
+               extra={"p99_ms": p99, "requests": count}),
     ]

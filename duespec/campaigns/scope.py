@@ -59,8 +59,7 @@ def scope_of(system: System, ops: Iterable[str] | None, skip_ops: Iterable[str] 
     if excluded_rules >= set(rules) or not allowed:
         raise ScopeError(f"--ops/--skip-ops leave {system.name} no rule to draw (ops left: "
                          f"{', '.join(sorted(allowed)) or 'none'})")
-    adapts = getattr(system.machine, "opening_adapts_to_scope", False)
-    kept = tuple(sorted(set().union(*openers.values()) & excluded)) if openers and not adapts else ()
+    kept = tuple(sorted(set().union(*openers.values()) & excluded)) if openers else ()
     return Scope(excluded - set(kept), excluded_rules, kept)
 
 

@@ -337,9 +337,6 @@ class SchedulesMachine(LockstepMachine):
     """schedule.create/get/delete/search, promise.create/get, and the environment."""
 
     system = "schedules"
-    #: The opening's work to start with leaves out the ops a campaign skips (--ops/--skip-ops),
-    #: so the scope keeps none of them for it.
-    opening_adapts_to_scope = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -578,10 +575,7 @@ class SchedulesMachine(LockstepMachine):
     def some_work_to_start_with(self, work: str, ttl: int) -> None:
         """Most runs start with a task to work on: a targeted promise's pending task, one
         already acquired by task.create, or both; the rules then take them through their
-        states (a run of 50 steps that must first stumble on a task rarely gets far).
-        A campaign without task.create (--skip-ops, an HTTP target) starts with no task."""
-        if "task.create" in self.excluded_ops:
-            work = "promise" if work in ("promise", "both") else "none"
+        states (a run of 50 steps that must first stumble on a task rarely gets far)."""
         if work in ("promise", "both"):
             self.act("promise.create", {"id": TASK_IDS[2], "timeoutAt": self.now + DAY, "param": PARAMS[0],
                                         "tags": TARGET})

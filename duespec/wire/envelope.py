@@ -2,11 +2,14 @@
 
 One endpoint, `POST /`, body `{kind, head: {corrId, version, auth?, "resonate:debug_time"?},
 data}`; the answer `{kind, head: {corrId, status, version}, data}` with the HTTP status equal
-to head.status. Records travel as the deployed server writes them: a null `settledAt` or
-`lastRunAt` and a null Value `data` are left out, and an error's data is its message. The
-server side (`duespec serve`) reads requests with `parse_request` and `request_to_op` and
-answers with `response_envelope`; the client side (the HTTP target) writes with
-`op_envelope` and reads with `op_response`. Facts and sources: spec/schedules.md "On the wire".
+to head.status. Every kind the model has is the op of its name. Records travel as the
+deployed server writes them (a null `settledAt`, `lastRunAt`, task `ttl` or `pid` and a null
+Value `data` are left out), task requests nest their promise requests as request envelopes,
+and an error's data is its message. The server side (`duespec serve`) reads requests with
+`parse_request` and `request_to_op` and answers with `response_envelope`; the client side
+(the HTTP target) writes with `op_envelope` and reads with `op_response`, the inverses, so
+every answer of the model survives the round trip. The mapping: docs/wire.md; facts and
+sources: spec/schedules.md "On the wire".
 """
 
 from __future__ import annotations
@@ -27,14 +30,17 @@ DEBUG_TIME = "resonate:debug_time"
 #: without `headers`) and see it rejected. Resonate clients never send it.
 STRICT = "duespec:strict"
 
-#: Wire kind -> operations.md op, for the kinds that are one operation at `now`.
+#: Resonate kinds that are the operations.md op of the same name, one operation at `now`.
+RESONATE_KINDS = (
+    "schedule.create", "schedule.get", "schedule.delete", "schedule.search",
+    "promise.create", "promise.get", "promise.settle", "promise.register_callback",
+    "promise.register_listener", "promise.search",
+    "task.get", "task.create", "task.acquire", "task.fence", "task.heartbeat", "task.suspend",
+    "task.fulfill", "task.release", "task.halt", "task.continue", "task.search",
+)
+#: Wire kind -> operations.md op.
 OP_OF_KIND = {
-    "schedule.create": "schedule.create",
-    "schedule.get": "schedule.get",
-    "schedule.delete": "schedule.delete",
-    "schedule.search": "schedule.search",
-    "promise.create": "promise.create",
-    "promise.get": "promise.get",
+    **{kind: kind for kind in RESONATE_KINDS},
     # the environment, as debug kinds; debug.tick is the deployed server's, the two
     # single-timeout kinds are duespec's (operations.md schedule.timeout, promise.timeout)
     "debug.tick": "tick",
@@ -44,18 +50,21 @@ OP_OF_KIND = {
 KIND_OF_OP = {op: kind for kind, op in OP_OF_KIND.items()}
 #: Kinds that act on the server itself rather than its state at a time.
 CONTROL_KINDS = ("debug.reset", "debug.snap", "debug.start", "debug.stop")
-#: Kinds of the deployed server outside the schedules scope: 501, not "unknown".
-UNSUPPORTED_KINDS = frozenset({
-    "promise.settle", "promise.register_callback", "promise.register_listener", "promise.search",
-    "task.get", "task.create", "task.acquire", "task.release", "task.fulfill", "task.suspend",
-    "task.fence", "task.heartbeat", "task.halt", "task.continue", "task.search",
-})
 
-#: Wire defaults: the deployed server lets these be left out of a create (they mean empty).
+#: Wire defaults: the deployed server lets these be left out (they mean empty), in a
+#: request's data and in the data of the request envelopes nested in task requests.
 _DEFAULTED = {
     "promise.create": {"param": "value", "tags": "tags"},
+    "promise.settle": {"value": "value"},
     "schedule.create": {"promiseParam": "value", "promiseTags": "tags"},
 }
+#: A task.fence action's operations.md kind <-> the kind of the request envelope it travels as.
+FENCE_KINDS = {"create": "promise.create", "settle": "promise.settle"}
+FENCE_OPS = {kind: op for op, kind in FENCE_KINDS.items()}
+#: Op -> the status of its answers that carry the deployed server's `preload` (promises it
+#: sends ahead: task.suspend's 300 is the "redirect" that carries them). duespec's model has
+#: none (no handler at 83d64c3 fills it), so it is always `[]` here.
+PRELOADING = {"task.create": 200, "task.acquire": 200, "task.fence": 200, "task.suspend": 300}
 
 
 class WireError(Exception):
@@ -138,12 +147,69 @@ def request_to_op(request: Request, clock_now: int) -> tuple[str, dict[str, Json
         now = args.pop("time")
         if request.debug_time is not None and not _same_number(request.debug_time, now):
             raise WireError(400, f"{DEBUG_TIME} must equal data.time", request.kind, request.corr_id)
-    for key, shape in ({} if request.strict else _DEFAULTED.get(op, {})).items():
-        if args.get(key) is None:
-            args[key] = {"headers": {}, "data": None} if shape == "value" else {}
-        elif shape == "value" and isinstance(args[key], dict):
-            args[key] = value_from_wire(args[key])
-    return op, args, now
+    try:
+        return op, _args_from_wire(op, args, request.strict), now
+    except NestingError as error:
+        raise WireError(400, f"Invalid request: {error}", request.kind, request.corr_id) from None
+
+
+class NestingError(ValueError):
+    """A task request's nested action is not the request envelope the protocol puts there."""
+
+
+def _args_from_wire(op: str, args: dict[str, Json], strict: bool) -> dict[str, Json]:
+    """The operations.md args of a request's data: nested envelopes opened, defaults filled."""
+    args = _with_defaults(op, args, strict)
+    if op in ("task.create", "task.fulfill") and "action" in args:
+        kind = "promise.create" if op == "task.create" else "promise.settle"
+        args["action"] = _with_defaults(kind, _opened(args["action"], kind, "action"), strict)
+    elif op == "task.suspend" and isinstance(args.get("actions"), list):
+        args["actions"] = [_opened(action, "promise.register_callback", f"actions[{i}]")
+                           for i, action in enumerate(args["actions"])]
+    elif op == "task.fence" and "action" in args:
+        args["action"] = fence_action_from_wire(args["action"], strict)
+    return args
+
+
+def _with_defaults(op: str, data: Json, strict: bool) -> Json:
+    """`data` with the wire defaults of `op` filled in (none when strict); a non-object as it came."""
+    if strict or not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for key, shape in _DEFAULTED.get(op, {}).items():
+        if out.get(key) is None:
+            out[key] = {"headers": {}, "data": None} if shape == "value" else {}
+        elif shape == "value" and isinstance(out[key], dict):
+            out[key] = value_from_wire(out[key])
+    return out
+
+
+def _opened(nested: Json, kind: str, where: str) -> Json:
+    """The data of a request envelope nested in a task request (its head is not read, as the
+    deployed server does not read it)."""
+    if not isinstance(nested, dict) or nested.get("kind") != kind or "data" not in nested:
+        raise NestingError(f"{where} must be a {kind} request envelope {{kind, head, data}}, got "
+                           f"{_described(nested)}")
+    return nested["data"]
+
+
+def fence_action_from_wire(nested: Json, strict: bool) -> dict[str, Json]:
+    """A task.fence action, `{kind: "promise.create" | "promise.settle", head, data}` on the wire,
+    as operations.md writes it: `{"kind": "create" | "settle", ...data}`."""
+    kind = nested.get("kind") if isinstance(nested, dict) else None
+    data = nested.get("data") if isinstance(nested, dict) else None
+    if kind not in FENCE_OPS or not isinstance(data, dict) or "kind" in data:
+        raise NestingError("action must be a promise.create or promise.settle request envelope "
+                           f"{{kind, head, data}} whose data is an object, got {_described(nested)}")
+    return {"kind": FENCE_OPS[kind], **_with_defaults(kind, data, strict)}
+
+
+def _described(value: Json) -> str:
+    """What a misplaced value is, in a few words (it may be deep or huge: never dumped whole)."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        return f"an object of kind {kind!r:.60}" if isinstance(kind, str) else "an object without a string kind"
+    return "null" if value is None else f"a {type(value).__name__}"
 
 
 def _same_number(a: Json, b: Json) -> bool:
@@ -169,9 +235,13 @@ def value_from_wire(value: Json) -> Json:
     return out
 
 
+#: Record fields the deployed server leaves out when null (serde skip_serializing_if).
+_LEFT_OUT_WHEN_NULL = ("settledAt", "lastRunAt", "ttl", "pid")
+
+
 def record_to_wire(record: dict[str, Json]) -> dict[str, Json]:
-    """A promise or schedule record as the deployed server writes it."""
-    out = {k: v for k, v in record.items() if not (k in ("settledAt", "lastRunAt") and v is None)}
+    """A promise, schedule or task record as the deployed server writes it."""
+    out = {k: v for k, v in record.items() if not (k in _LEFT_OUT_WHEN_NULL and v is None)}
     for key in ("param", "value", "promiseParam"):
         if key in out:
             out[key] = value_to_wire(out[key])
@@ -199,6 +269,12 @@ def schedule_from_wire(record: Json) -> Json:
     return out
 
 
+def task_from_wire(record: Json) -> Json:
+    if not isinstance(record, dict):
+        return record
+    return {**record, "ttl": record.get("ttl"), "pid": record.get("pid")}
+
+
 # ---- responses ------------------------------------------------------------------------------
 
 #: Error data when the handler gave no message (a plain 404).
@@ -211,21 +287,31 @@ def envelope(kind: str, corr_id: str, status: int, data: Json) -> dict[str, Json
 
 
 def response_envelope(kind: str, corr_id: str, op: str, response: dict[str, Json]) -> dict[str, Json]:
-    """An operations.md response as the wire answer to `kind`."""
+    """An operations.md response as the wire answer to `kind`: an error's data is its message;
+    records go as the deployed server writes them, a task.fence action as the answer envelope
+    of its promise.create/settle, and any other key as it is."""
     status = response["status"]
-    if status >= 300:
+    if status >= 400:
         message = response.get("message") or DEFAULT_ERRORS.get(status, f"status {status}")
         return envelope(kind, corr_id, status, message)
     if op == "tick":
         return envelope(kind, corr_id, status, response["fired"])
     data: dict[str, Json] = {}
-    for key in ("schedule", "promise"):
-        if key in response:
-            data[key] = record_to_wire(response[key])
-    if "schedules" in response:
-        data["schedules"] = [record_to_wire(s) for s in response["schedules"]]
-        if response.get("cursor") is not None:
-            data["cursor"] = response["cursor"]
+    for key, value in response.items():
+        if key in ("status", "message") or (key == "cursor" and value is None):
+            continue
+        if key in ("schedule", "promise", "task"):
+            data[key] = record_to_wire(value)
+        elif key == "schedules":
+            data[key] = [record_to_wire(s) for s in value]
+        elif key == "action":
+            inner_kind = FENCE_KINDS[value["kind"]]
+            inner = {k: v for k, v in value.items() if k != "kind"}
+            data[key] = response_envelope(inner_kind, corr_id, inner_kind, inner)
+        else:
+            data[key] = value
+    if PRELOADING.get(op) == status:
+        data["preload"] = []
     return envelope(kind, corr_id, status, data)
 
 
@@ -235,10 +321,43 @@ def op_envelope(op: str, args: Json, now: Json, corr_id: str) -> dict[str, Json]
     """The request for one operations.md step; `now` pins the time. An op without a kind
     (an unknown op, which the campaign sends on purpose) goes as a kind of its own name."""
     kind = KIND_OF_OP.get(op, op)
-    data = {**args, "time": now} if op == "tick" and isinstance(args, dict) else args
+    data = {**args, "time": now} if op == "tick" and isinstance(args, dict) else args_to_wire(op, args, corr_id)
     return {"kind": kind, "head": {"corrId": corr_id, "version": PROTOCOL_VERSION, DEBUG_TIME: now,
                                    STRICT: True},
             "data": data}
+
+
+def args_to_wire(op: str, args: Json, corr_id: str) -> Json:
+    """A request's data for operations.md args: the actions of task requests nested as the
+    request envelopes the protocol carries there. An action operations.md calls invalid goes
+    as it is, or, if the server would read it as a valid envelope, inside a list (which no
+    reading accepts), so that the server rejects it as the model does."""
+    if not isinstance(args, dict):
+        return args
+
+    def nested(kind: str, data: Json) -> dict[str, Json]:
+        return {"kind": kind, "head": {"corrId": corr_id, "version": PROTOCOL_VERSION}, "data": data}
+
+    out = dict(args)
+    if op in ("task.create", "task.fulfill") and "action" in out:
+        out["action"] = nested("promise.create" if op == "task.create" else "promise.settle", out["action"])
+    elif op == "task.suspend" and isinstance(out.get("actions"), list):
+        out["actions"] = [nested("promise.register_callback", action) for action in out["actions"]]
+    elif op == "task.fence" and "action" in out:
+        action = out["action"]
+        if isinstance(action, dict) and action.get("kind") in FENCE_KINDS:
+            out["action"] = nested(FENCE_KINDS[action["kind"]], {k: v for k, v in action.items() if k != "kind"})
+        elif _reads_as_fence_action(action):
+            out["action"] = [action]
+    return out
+
+
+def _reads_as_fence_action(value: Json) -> bool:
+    try:
+        fence_action_from_wire(value, strict=True)
+    except NestingError:
+        return False
+    return True
 
 
 class ProtocolViolation(ValueError):
@@ -263,19 +382,43 @@ def check_envelope(answer: Json, kind: str, corr_id: str, http_status: int) -> t
 
 
 def op_response(op: str, status: int, data: Json) -> dict[str, Json]:
-    """The operations.md response of a wire answer."""
-    if status >= 300:
+    """The operations.md response of a wire answer (the inverse of response_envelope; a
+    non-empty `preload` is kept, so that it differs from the model's answer)."""
+    if status >= 400:
         return {"status": status, **({"message": data} if isinstance(data, str) else {})}
     if op == "tick":
         return {"status": status, "fired": data}
     if not isinstance(data, dict):
         raise ProtocolViolation(f"a {status} answer to {op} carries {type(data).__name__} data, not an object")
     out: dict[str, Json] = {"status": status}
-    if "schedule" in data:
-        out["schedule"] = schedule_from_wire(data["schedule"])
-    if "promise" in data:
-        out["promise"] = promise_from_wire(data["promise"])
-    if op == "schedule.search" and "schedules" in data:
-        out["schedules"] = [schedule_from_wire(s) for s in data["schedules"]]
+    for key, value in data.items():
+        if key == "schedule":
+            out[key] = schedule_from_wire(value)
+        elif key == "promise":
+            out[key] = promise_from_wire(value)
+        elif key == "task":
+            out[key] = task_from_wire(value)
+        elif key == "schedules":
+            out[key] = [schedule_from_wire(s) for s in value] if isinstance(value, list) else value
+        elif key == "action":
+            out[key] = _fence_answer_from_wire(value)
+        elif key != "cursor" and not (key == "preload" and value == [] and PRELOADING.get(op) == status):
+            out[key] = value
+    if "schedules" in data or "cursor" in data:  # a page: its cursor is null when left out
         out["cursor"] = data.get("cursor")
     return out
+
+
+def _fence_answer_from_wire(answer: Json) -> dict[str, Json]:
+    """task.fence's `action`, the answer envelope of its promise.create/settle, as operations.md
+    writes it: `{"kind": "create" | "settle", "status", ...}`. An inner error's data is prose,
+    and operations.md's action carries none."""
+    if not isinstance(answer, dict) or answer.get("kind") not in FENCE_OPS:
+        raise ProtocolViolation(f"task.fence's action is not a promise.create/settle answer: {str(answer)[:200]}")
+    head = answer.get("head")
+    status = head.get("status") if isinstance(head, dict) else None
+    if type(status) is not int:
+        raise ProtocolViolation(f"task.fence's action head.status is not an integer: {status!r}")
+    inner = op_response(answer["kind"], status, answer.get("data"))
+    inner.pop("message", None)
+    return {"kind": FENCE_OPS[answer["kind"]], **inner}

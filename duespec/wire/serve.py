@@ -25,8 +25,8 @@ from aiohttp import web
 from duespec.impl.schedules import DEFAULT_RETRY_TIMEOUT, PROFILES, ScheduleServer
 from duespec.impl.schedules_sql import StoreError
 from duespec.wire.envelope import (
-    CONTROL_KINDS, OP_OF_KIND, UNSUPPORTED_KINDS, Json, Request, WireError, envelope, parse_request,
-    request_to_op, response_envelope,
+    CONTROL_KINDS, OP_OF_KIND, Json, Request, WireError, envelope, parse_request, request_to_op,
+    response_envelope,
 )
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8001
@@ -89,8 +89,6 @@ class WireServer:
             return envelope(kind, corr_id, 200, self.server.observe())
         if kind in CONTROL_KINDS:  # debug.start / debug.stop: always in debug mode here
             return envelope(kind, corr_id, 200, {})
-        if kind in UNSUPPORTED_KINDS:
-            raise WireError(501, f"{kind} is outside the schedules scope of duespec serve")
         raise WireError(400, f"Unknown operation: {kind}")
 
     def _reset(self, config: dict[str, Json]) -> None:
