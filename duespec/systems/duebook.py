@@ -400,16 +400,19 @@ class DuebookMachine(LockstepMachine):
         self.misread = None
         before = self.state
         response = self.call(op, args, now)
-        self.observed(response, op)
+        self.observed(one_step=True)
         self.transition = (before, self.steps[-1], self.state)
         return response
 
-    def observed(self, response: dict[str, Json] | None, op: str) -> None:
-        """The oracle's state after a step, and the depth regimes it is in (spec/duebook.md)."""
+    def observed(self, one_step: bool) -> None:
+        """The oracle's state after a step (or after a fill or drain), and the depth regimes
+        it is in (spec/duebook.md). One step that leaves one deferral fewer open consumed it:
+        a slot the implementation leaves dead until it compacts (drains count their own)."""
+        consumed = one_step and len(self.state["open"]) - 1 == len(self.oracle_state()["open"])
         self.state = self.oracle_state()
         open_count = len(self.state["open"])
         self.most_open = max(self.most_open, open_count)
-        if response is not None and op in ("claim", "cancel", "expire") and "ok" in response:
+        if consumed:
             self.dead_slots += 1
             if self.dead_slots > open_count and self.dead_slots > COMPACT_FLOOR:
                 reached("DR-05.compaction")
@@ -624,7 +627,7 @@ class DuebookMachine(LockstepMachine):
     def bulk_done(self) -> None:
         """After many steps in one rule: one state comparison, no transition invariants
         (they judge one step), the depth regimes from the state reached."""
-        self.observed(None, "fill")
+        self.observed(one_step=False)
         self.transition = None
 
     # --- the clock ---
