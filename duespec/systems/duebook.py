@@ -261,7 +261,7 @@ DEEP_CAPS = (1500, 2**31, INT64_MAX)
 #: is 1 because Hypothesis shrinks a sampled value towards the first: a counterexample
 #: that does not need a deep book shrinks its fills to one schedule each.
 FILL_SIZES = (1, 12, 40, 150, 300, 12, 40, 150, 300, 1100)
-DRAIN_SIZES = (1, 10, 100, 1000)
+DRAIN_SIZES = (10, 100, 1000)
 #: Orders in which a fill's due times arrive: the index is inserted at its end, at its
 #: front, at one key (ties broken by id), or all over.
 FILL_PATTERNS = ("ascending", "descending", "same instant", "scattered")
