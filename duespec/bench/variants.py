@@ -3,11 +3,13 @@ did not write?
 
 duespec/bench/independent_duebook.py is a duebook written from the docs alone, with 30
 single-bug variants (types, config, owners, depth, a reset leak, int64 edges, listing
-order). Each variant gets `duespec conform duebook` with default settings, in a worker
-process (two at a time); a variant is caught when conform exits 1 and the `duespec replay`
-command it prints exits 1 on the written trace. Reported: the kill rate (goal 100%), the
-median seconds to the first failing run (goal <= 2 s), and the steps/s of the campaign on
-the correct program."""
+order). Each variant gets `duespec conform duebook` with default settings (its first
+search: see check_all), in a worker process (two at a time); a variant is caught when
+conform exits 1 and the `duespec replay` command it prints exits 1 on the written trace
+(the reset leak: when conform reports it as "state survives reset"). Reported, each beside
+its goal: the kill rate (100%) and the median seconds to the first failing run (<= 2 s);
+beside them the steps/s of the campaign on the correct program. `--quick`: one variant
+per class."""
 
 from __future__ import annotations
 
