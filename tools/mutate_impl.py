@@ -39,10 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Each impl file, the system whose campaign exercises it.
 FILES = {
     "impl/duebook.py": "duebook",
+    "impl/duebook_requests.py": "duebook",
     "impl/cron.py": "schedules",
     "impl/schedules.py": "schedules",
     "impl/schedules_records.py": "schedules",
     "impl/schedules_sql.py": "schedules",
+    "impl/schedules_tasks.py": "schedules",
 }
 #: Not reachable through the JSON contract (docs/operations.md): unit-tested instead.
 OUT_OF_CONTRACT = frozenset({
@@ -147,8 +149,15 @@ def mutated_source_tree(file: str, index: int) -> ast.Module:
     return ast.fix_missing_locations(mutated)  # type: ignore[arg-type]
 
 
-def run_in_this_process(file: str, index: int, trace_dir: str) -> int:
-    """Install the mutated module, then run the check (the child side of `check_mutant`)."""
+def run_in_this_process(file: str, index: int, trace_dir: str, exact: bool) -> int:
+    """Install the mutated module, then run the check (the child side of `check_mutant`).
+
+    `exact` runs `duespec check SYSTEM --profile all` as a user would. Otherwise the same
+    verdict is reached sooner: the profiles run one by one in the same order, stopping at
+    the first that fails, each with --max-classes 1. The exit code cannot differ: a
+    campaign's first search is the same whatever --max-classes says (the later searches
+    only look for more classes once one failed), and `--profile all` exits 1 as soon as
+    one profile's campaign failed."""
     module_name = "duespec.impl." + Path(file).stem
     importlib.import_module("duespec.impl")
     spec = importlib.util.find_spec(module_name)
@@ -157,8 +166,15 @@ def run_in_this_process(file: str, index: int, trace_dir: str) -> int:
     sys.modules[module_name] = module
     exec(compile(mutated_source_tree(file, index), spec.origin, "exec"), module.__dict__)
     from duespec.cli import main
-    return main(["check", FILES[file], "--profile", "all", "--no-coverage", "--progress", "0",
-                 "--trace-dir", trace_dir])
+    from duespec.systems import get_system
+    common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir]
+    if exact:
+        return main(["check", FILES[file], "--profile", "all", *common])
+    for profile in get_system(FILES[file]).profiles:
+        code = main(["check", FILES[file], "--profile", profile, "--max-classes", "1", *common])
+        if code != 0:
+            return code
+    return 0
 
 
 @dataclass(frozen=True)
@@ -179,11 +195,12 @@ class Verdict:
         return self.outcome != "survived"
 
 
-def check_mutant(mutant: Mutant) -> Verdict:
+def check_mutant(mutant: Mutant, exact: bool = False) -> Verdict:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="duespec-mutant-") as traces:
         try:
-            done = subprocess.run([sys.executable, __file__, "--child", mutant.file, str(mutant.index), traces],
+            done = subprocess.run([sys.executable, __file__, "--child", mutant.file, str(mutant.index), traces,
+                                   "exact" if exact else "fast"],
                                   capture_output=True, text=True, timeout=CHECK_TIMEOUT, cwd=ROOT)
             code: int | None = done.returncode
             output = done.stdout + done.stderr
@@ -198,14 +215,21 @@ def check_mutant(mutant: Mutant) -> Verdict:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        return run_in_this_process(argv[1], int(argv[2]), argv[3])
+        return run_in_this_process(argv[1], int(argv[2]), argv[3], argv[4] == "exact")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="count the mutants per file")
-    parser.add_argument("--sample", type=int, default=0, help="check this many, drawn at random")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="check this many, a stratified random sample (every file, in proportion)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="mutants.json")
     parser.add_argument("--run", nargs=2, metavar=("FILE", "INDEX"), help="check one mutant")
+    parser.add_argument("--recheck", metavar="JSON",
+                        help="check again the mutants a previous --out file lists as survived")
+    parser.add_argument("--exact", action="store_true",
+                        help="run the plain `duespec check SYSTEM --profile all` for each mutant "
+                             "(slower for killed mutants; same verdict)")
+    parser.add_argument("--summary", metavar="JSON", help="the kill rate of a previous --out file")
     args = parser.parse_args(argv)
     everything = [m for file in FILES for m in mutants_of(file)]
     if args.list:
@@ -213,15 +237,23 @@ def main(argv: list[str]) -> int:
             print(f"{file}: {sum(m.file == file for m in everything)} mutants")
         print(f"total: {len(everything)}")
         return 0
+    if args.summary:
+        print(summary([Verdict(**v) for v in json.loads(Path(args.summary).read_text(encoding="utf-8"))]))
+        return 0
     if args.run:
         [mutant] = [m for m in everything if m.file == args.run[0] and m.index == int(args.run[1])]
-        verdict = check_mutant(mutant)
+        verdict = check_mutant(mutant, args.exact)
         print(json.dumps(asdict(verdict), indent=2))
         return 0
-    chosen = random.Random(args.seed).sample(everything, args.sample) if args.sample else everything
+    if args.recheck:
+        survived = {(v["file"], v["index"]) for v in json.loads(Path(args.recheck).read_text(encoding="utf-8"))
+                    if v["outcome"] == "survived"}
+        chosen = [m for m in everything if (m.file, m.index) in survived]
+    else:
+        chosen = stratified_sample(everything, args.sample, args.seed) if args.sample else everything
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for future in as_completed([pool.submit(check_mutant, mutant) for mutant in chosen]):
+        for future in as_completed([pool.submit(check_mutant, mutant, args.exact) for mutant in chosen]):
             verdict = future.result()
             verdicts.append(verdict)
             print(f"{verdict.outcome:8} {verdict.file}:{verdict.line} "
@@ -229,10 +261,71 @@ def main(argv: list[str]) -> int:
             # Written as each verdict arrives: a run stopped early keeps what it measured.
             Path(args.out).write_text(json.dumps([asdict(v) for v in verdicts], indent=2) + "\n",
                                       encoding="utf-8")
-    killed = sum(v.killed for v in verdicts)
-    print(f"{killed} of {len(verdicts)} mutants killed ({100 * killed / max(1, len(verdicts)):.1f}%); "
-          f"survivors: {len(verdicts) - killed}; details in {args.out}")
+    print(summary(verdicts))
+    print(f"details in {args.out}")
     return 0
+
+
+#: Smallest share of a sample any one file gets (all of its mutants if it has fewer).
+MIN_PER_FILE = 8
+
+
+def stratified_sample(everything: list[Mutant], size: int, seed: int) -> list[Mutant]:
+    """`size` mutants: each file gets its share in proportion to its mutant count (at least
+    MIN_PER_FILE), drawn uniformly within the file; the whole is shuffled so that a run cut
+    short still covers every file."""
+    rng = random.Random(seed)
+    by_file = {file: [m for m in everything if m.file == file] for file in FILES}
+    quotas = {file: min(len(ms), max(MIN_PER_FILE, round(size * len(ms) / len(everything))))
+              for file, ms in by_file.items()}
+    chosen = [m for file, ms in by_file.items() for m in rng.sample(ms, quotas[file])]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def source_line(file: str, line: int) -> str:
+    return (ROOT / file).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+
+
+def judged_equivalent(verdict: Verdict) -> str | None:
+    """The recorded reason a survivor is equivalent (EQUIVALENT), if it is one."""
+    return EQUIVALENT.get((verdict.file, source_line(verdict.file, verdict.line), verdict.description))
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    """Per file and in all: killed of non-equivalent, with a Wilson 95% interval."""
+    lines = []
+    for file in [*FILES, None]:
+        mine = [v for v in verdicts if file is None or v.file == file]
+        if not mine:
+            continue
+        killed = sum(v.killed for v in mine)
+        equivalent = [v for v in mine if not v.killed and judged_equivalent(v)]
+        counted = len(mine) - len(equivalent)
+        low, high = wilson(killed, counted)
+        lines.append(f"{file or 'all':28} {killed:4} killed of {counted:4} non-equivalent "
+                     f"({100 * killed / max(1, counted):5.1f}%, 95% CI {100 * low:.1f}-{100 * high:.1f}%); "
+                     f"{len(mine)} checked, {len(equivalent)} equivalent")
+    open_survivors = [v for v in verdicts if not v.killed and not judged_equivalent(v)]
+    lines += [f"  survived: {v.file}:{v.line} #{v.index} {v.description}: "
+              f"{source_line(v.file, v.line)}" for v in open_survivors]
+    return "\n".join(lines)
+
+
+def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (sound near 100%, unlike p +- 2se)."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * ((p * (1 - p) / trials + z * z / (4 * trials * trials)) ** 0.5) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+#: Survivors judged equivalent (docs/mutation.md gives each reason in full), keyed by
+#: (file, the mutated line's text, the mutation): stable while the line itself is.
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+}
 
 
 if __name__ == "__main__":
