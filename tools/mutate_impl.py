@@ -154,10 +154,12 @@ def run_in_this_process(file: str, index: int, trace_dir: str, exact: bool) -> i
 
     `exact` runs `duespec check SYSTEM --profile all` as a user would. Otherwise the same
     verdict is reached sooner: the profiles run one by one in the same order, stopping at
-    the first that fails, each with --max-classes 1. The exit code cannot differ: a
-    campaign's first search is the same whatever --max-classes says (the later searches
-    only look for more classes once one failed), and `--profile all` exits 1 as soon as
-    one profile's campaign failed."""
+    the first that fails, each with --max-classes 1 and without Hypothesis's shrink phase.
+    The exit code cannot differ: the generate phase, which decides whether any run fails,
+    is the same (same seed, same draws); once a run failed, shrinking only picks the
+    counterexample to report (and whatever it ends with, the search ends in an error, so
+    the campaign fails); later searches only look for more classes; and `--profile all`
+    exits 1 as soon as one profile's campaign failed."""
     module_name = "duespec.impl." + Path(file).stem
     importlib.import_module("duespec.impl")
     spec = importlib.util.find_spec(module_name)
@@ -170,6 +172,14 @@ def run_in_this_process(file: str, index: int, trace_dir: str, exact: bool) -> i
     common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir]
     if exact:
         return main(["check", FILES[file], "--profile", "all", *common])
+    import duespec.campaigns.run as campaign_run
+    from hypothesis import Phase, settings
+
+    def without_shrinking(**chosen: object) -> settings:
+        chosen["phases"] = [phase for phase in chosen["phases"] if phase is not Phase.shrink]  # type: ignore[attr-defined]
+        return settings(**chosen)  # type: ignore[arg-type]
+
+    campaign_run.settings = without_shrinking  # type: ignore[assignment]
     for profile in get_system(FILES[file]).profiles:
         code = main(["check", FILES[file], "--profile", profile, "--max-classes", "1", *common])
         if code != 0:
