@@ -239,7 +239,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--exact", action="store_true",
                         help="run the plain `duespec check SYSTEM --profile all` for each mutant "
                              "(slower for killed mutants; same verdict)")
-    parser.add_argument("--summary", metavar="JSON", help="the kill rate of a previous --out file")
+    parser.add_argument("--summary", metavar="JSON", nargs="+",
+                        help="the kill rate over previous --out files")
+    parser.add_argument("--system", choices=sorted(set(FILES.values())),
+                        help="only this system's files (the sample is drawn over every file first, "
+                             "so the runs for each system together make up the whole sample)")
     args = parser.parse_args(argv)
     everything = [m for file in FILES for m in mutants_of(file)]
     if args.list:
@@ -248,7 +252,8 @@ def main(argv: list[str]) -> int:
         print(f"total: {len(everything)}")
         return 0
     if args.summary:
-        print(summary([Verdict(**v) for v in json.loads(Path(args.summary).read_text(encoding="utf-8"))]))
+        print(summary([Verdict(**v) for out in args.summary
+                       for v in json.loads(Path(out).read_text(encoding="utf-8"))]))
         return 0
     if args.run:
         [mutant] = [m for m in everything if m.file == args.run[0] and m.index == int(args.run[1])]
@@ -261,6 +266,8 @@ def main(argv: list[str]) -> int:
         chosen = [m for m in everything if (m.file, m.index) in survived]
     else:
         chosen = stratified_sample(everything, args.sample, args.seed) if args.sample else everything
+    if args.system:
+        chosen = [m for m in chosen if FILES[m.file] == args.system]
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         for future in as_completed([pool.submit(check_mutant, mutant, args.exact) for mutant in chosen]):
