@@ -27,6 +27,8 @@ import importlib.util
 import json
 import random
 import re
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,8 +55,12 @@ OUT_OF_CONTRACT = frozenset({
     # module constants only snapshot and restore read
     "_SNAPSHOT_MAGIC", "_SNAPSHOT_VERSION", "_HEADER", "_OWNER_LENGTH",
 })
-#: Seconds one check may take before the mutant counts as hanging (killed).
-CHECK_TIMEOUT = 600
+#: CPU seconds one check may take before the mutant counts as hanging (killed): about 15
+#: times what the unmutated `duespec check schedules --profile all` takes. CPU, not wall
+#: clock: on a loaded machine a surviving mutant can take longer than that by the clock.
+CPU_LIMIT = 600
+#: Wall-clock backstop, for a child that blocks without using CPU.
+WALL_LIMIT = 4 * 3600
 
 SWAPS: dict[type, tuple[type, ...]] = {
     ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
@@ -199,6 +205,8 @@ class Verdict:
     exit_code: int | None
     seconds: float
     first_lines: str
+    #: CPU seconds of the check's process (None in runs before this was recorded).
+    cpu_seconds: float | None = None
 
     @property
     def killed(self) -> bool:
@@ -209,23 +217,37 @@ def check_mutant(mutant: Mutant, exact: bool = False) -> Verdict:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="duespec-mutant-") as traces:
         try:
-            done = subprocess.run([sys.executable, __file__, "--child", mutant.file, str(mutant.index), traces,
-                                   "exact" if exact else "fast"],
-                                  capture_output=True, text=True, timeout=CHECK_TIMEOUT, cwd=ROOT)
-            code: int | None = done.returncode
-            output = done.stdout + done.stderr
+            child = subprocess.Popen([sys.executable, __file__, "--child", mutant.file, str(mutant.index), traces,
+                                      "exact" if exact else "fast"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                                     preexec_fn=_limit_cpu)
+            output, _ = child.communicate(timeout=WALL_LIMIT)
+            code: int | None = child.returncode
         except subprocess.TimeoutExpired:
-            code, output = None, f"timed out after {CHECK_TIMEOUT}s"
+            child.kill()
+            child.communicate()
+            code, output = None, f"no verdict within {WALL_LIMIT}s of wall clock"
+    if code == -signal.SIGXCPU:
+        code, output = None, f"no verdict within {CPU_LIMIT} CPU seconds\n{output}"
+    cpu = re.search(r"^mutant check cpu seconds: ([0-9.]+)$", output, re.MULTILINE)
     failed = re.search(r"^(DIVERGES|TARGET FAILED|FAILED): ", output, re.MULTILINE)
     outcome = ("survived" if code == 0 else "hung" if code is None else
                "killed" if code == 1 and failed else "broken")
     return Verdict(mutant.file, mutant.index, mutant.line, mutant.description, outcome,
-                   code, time.perf_counter() - started, "\n".join(output.splitlines()[:6]))
+                   code, time.perf_counter() - started, "\n".join(output.splitlines()[:6]),
+                   float(cpu.group(1)) if cpu else None)
+
+
+def _limit_cpu() -> None:
+    """In the child before exec: SIGXCPU once it has used CPU_LIMIT seconds."""
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 30))
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        return run_in_this_process(argv[1], int(argv[2]), argv[3], argv[4] == "exact")
+        code = run_in_this_process(argv[1], int(argv[2]), argv[3], argv[4] == "exact")
+        print(f"mutant check cpu seconds: {time.process_time():.1f}", flush=True)
+        return code
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="count the mutants per file")
     parser.add_argument("--sample", type=int, default=0,
@@ -235,7 +257,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default="mutants.json")
     parser.add_argument("--run", nargs=2, metavar=("FILE", "INDEX"), help="check one mutant")
     parser.add_argument("--recheck", metavar="JSON",
-                        help="check again the mutants a previous --out file lists as survived")
+                        help="check again the mutants a previous --out file lists as survived or hung")
     parser.add_argument("--exact", action="store_true",
                         help="run the plain `duespec check SYSTEM --profile all` for each mutant "
                              "(slower for killed mutants; same verdict)")
@@ -262,7 +284,7 @@ def main(argv: list[str]) -> int:
         return 0
     if args.recheck:
         survived = {(v["file"], v["index"]) for v in json.loads(Path(args.recheck).read_text(encoding="utf-8"))
-                    if v["outcome"] == "survived"}
+                    if v["outcome"] in ("survived", "hung")}
         chosen = [m for m in everything if (m.file, m.index) in survived]
     else:
         chosen = stratified_sample(everything, args.sample, args.seed) if args.sample else everything
