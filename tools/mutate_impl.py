@@ -35,6 +35,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,6 +142,7 @@ class _Apply(ast.NodeTransformer):
         return node
 
 
+@lru_cache(maxsize=None)
 def mutants_of(file: str) -> list[Mutant]:
     tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
     return [Mutant(file, index, getattr(node, "lineno", 0), description)
@@ -326,9 +328,39 @@ def source_line(file: str, line: int) -> str:
     return (ROOT / file).read_text(encoding="utf-8").splitlines()[line - 1].strip()
 
 
+def enclosing_function(file: str, line: int) -> str:
+    """The innermost def around `line` ("" at module level): the same text may recur."""
+    name = ""
+    for node in ast.walk(ast.parse((ROOT / file).read_text(encoding="utf-8"))):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            if not name or node.lineno >= best:
+                name, best = node.name, node.lineno
+    return name
+
+
+def mutant_key(file: str, index: int) -> tuple[str, str, str, str]:
+    """(file, enclosing def, line text, mutation) naming a mutant in EQUIVALENT; when one
+    line has the same mutation more than once, the mutation reads e.g. "LtE -> GtE #2"."""
+    mutants = mutants_of(file)
+    mutant = mutants[index]
+    alike = [m for m in mutants if m.line == mutant.line and m.description == mutant.description]
+    description = mutant.description + (f" #{alike.index(mutant) + 1}" if len(alike) > 1 else "")
+    return (file, enclosing_function(file, mutant.line), source_line(file, mutant.line), description)
+
+
+def mutated_expression(file: str, index: int) -> str:
+    """The mutated node as source, for a reader: `0 <= delay >= INT64_MAX`."""
+    tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+    node, _, change = mutation_points(tree)[index]
+    if change[0] == "unwrap":
+        return ast.unparse(node.operand)  # type: ignore[attr-defined]
+    return ast.unparse(_Apply(node, change).visit(node))
+
+
 def judged_equivalent(verdict: Verdict) -> str | None:
     """The recorded reason a survivor is equivalent (EQUIVALENT), if it is one."""
-    return EQUIVALENT.get((verdict.file, source_line(verdict.file, verdict.line), verdict.description))
+    return EQUIVALENT.get(mutant_key(verdict.file, verdict.index))
 
 
 def summary(verdicts: list[Verdict]) -> str:
@@ -347,7 +379,8 @@ def summary(verdicts: list[Verdict]) -> str:
                      f"{len(mine)} checked, {len(equivalent)} equivalent")
     open_survivors = [v for v in verdicts if not v.killed and not judged_equivalent(v)]
     lines += [f"  survived: {v.file}:{v.line} #{v.index} {v.description}: "
-              f"{source_line(v.file, v.line)}" for v in open_survivors]
+              f"{mutated_expression(v.file, v.index)}  in  {source_line(v.file, v.line)}"
+              for v in open_survivors]
     return "\n".join(lines)
 
 
@@ -362,8 +395,18 @@ def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
 
 
 #: Survivors judged equivalent (docs/mutation.md gives each reason in full), keyed by
-#: (file, the mutated line's text, the mutation): stable while the line itself is.
-EQUIVALENT: dict[tuple[str, str, str], str] = {
+#: (file, the enclosing def or class, the mutated line's text, the mutation): stable while
+#: the line itself is, whatever moves around it.
+EQUIVALENT: dict[tuple[str, str, str, str], str] = {
+    ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "Or -> And"):
+        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_slot", "if b < 0:", "0 -> -1"):
+        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "schedule", "and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):",
+     "LtE -> GtE #4"):
+        "the guard only chooses the fast path: a value it wrongly stops is checked again by _time, "
+        "which lets it pass; a delay or ttl it wrongly lets through (>= 2^63) overflows due_at or "
+        "expires_at, refused right after as invalid, the same error",
 }
 
 

@@ -323,6 +323,15 @@ MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Di
 MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
 
 
+#: Requests only JSON can send (D-27): an unknown or non-string op, an argument missing,
+#: one extra, one misnamed. (Args that are no object are left to
+#: tests/test_malformed_requests.py: the spec's step properties read args as an object.)
+MALFORMED_REQUESTS: tuple[tuple[Json, dict[str, Json]], ...] = (
+    ("reschedule", {"id": 1}), (7, {"id": 1}), ("schedule", {"owner": "alice", "delay": 0}),
+    ("claim", {"id": 1, "now": 0}), ("cancel", {"id": 1, "owner": "alice"}), ("claimable", {}),
+)
+
+
 class DuebookMachine(LockstepMachine):
     """Every duebook op, at a clock biased to the edges of each deferral's window.
 
@@ -618,6 +627,13 @@ class DuebookMachine(LockstepMachine):
         depends on the two being drawn one after the other."""
         self.clock_reaches(whose, edge)
         self.consume(op, {"id": self.focus})
+
+    @rule(request=st.sampled_from(MALFORMED_REQUESTS))
+    def malformed_request(self, request: tuple[Json, dict[str, Json]]) -> None:
+        """D-27: a request only JSON can send (an unknown op, an argument missing, extra
+        or misnamed) is `invalid` and changes nothing."""
+        op, args = request
+        self.act(op, args)  # type: ignore[arg-type]
 
     @rule(to=JUMPS)
     def clock_jumps(self, to: str) -> None:
