@@ -263,6 +263,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--exact", action="store_true",
                         help="run the plain `duespec check SYSTEM --profile all` for each mutant "
                              "(slower for killed mutants; same verdict)")
+    parser.add_argument("--reverse", action="store_true",
+                        help="check the chosen mutants last to first: a second process can work "
+                             "the same sample from the other end (--summary merges the outputs)")
     parser.add_argument("--summary", metavar="JSON", nargs="+",
                         help="the kill rate over previous --out files")
     parser.add_argument("--system", choices=sorted(set(FILES.values())),
@@ -276,8 +279,9 @@ def main(argv: list[str]) -> int:
         print(f"total: {len(everything)}")
         return 0
     if args.summary:
-        print(summary([Verdict(**v) for out in args.summary
-                       for v in json.loads(Path(out).read_text(encoding="utf-8"))]))
+        merged = {(v["file"], v["index"]): Verdict(**v) for out in args.summary
+                  for v in json.loads(Path(out).read_text(encoding="utf-8"))}
+        print(summary(list(merged.values())))
         return 0
     if args.run:
         [mutant] = [m for m in everything if m.file == args.run[0] and m.index == int(args.run[1])]
@@ -292,6 +296,8 @@ def main(argv: list[str]) -> int:
         chosen = stratified_sample(everything, args.sample, args.seed) if args.sample else everything
     if args.system:
         chosen = [m for m in chosen if FILES[m.file] == args.system]
+    if args.reverse:
+        chosen.reverse()
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         for future in as_completed([pool.submit(check_mutant, mutant, args.exact) for mutant in chosen]):
