@@ -266,6 +266,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reverse", action="store_true",
                         help="check the chosen mutants last to first: a second process can work "
                              "the same sample from the other end (--summary merges the outputs)")
+    parser.add_argument("--skip", type=int, default=0, metavar="N",
+                        help="leave out the first N chosen (a third process can start mid-sample)")
     parser.add_argument("--summary", metavar="JSON", nargs="+",
                         help="the kill rate over previous --out files")
     parser.add_argument("--system", choices=sorted(set(FILES.values())),
@@ -298,6 +300,7 @@ def main(argv: list[str]) -> int:
         chosen = [m for m in chosen if FILES[m.file] == args.system]
     if args.reverse:
         chosen.reverse()
+    chosen = chosen[args.skip:]
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         for future in as_completed([pool.submit(check_mutant, mutant, args.exact) for mutant in chosen]):
