@@ -3,20 +3,21 @@ settings) kill mutants nobody chose?
 
 Each mutant changes one AST node of one impl file: a comparison operator (< <= > >= ==
 !=, in, is), an arithmetic or boolean operator, an integer constant (n -> n+1, n -> n-1),
-a `not` dropped, a True/False flipped, a `return x` of a bool... The mutated module is
-compiled in memory in a fresh process (the files on disk never change), installed in
-sys.modules before duespec imports it, and `duespec check` runs against it: exit 1 kills
-the mutant, exit 0 lets it survive; a process that times out counts as killed (a hang is
-what the per-call deadline reports), and so does a mutant that crashes duespec outright
-(reported apart, as "broken"). Functions outside the JSON contract (snapshot and
-restore, the on-disk store's opening, repr) are not mutated: no campaign calls them; their
-unit tests do.
+a `not` dropped, a True/False flipped. The mutated module is compiled in memory in a
+fresh process (the files on disk never change), installed in sys.modules before duespec
+imports it, and `duespec check` runs against it: exit 1 kills the mutant, exit 0 lets it
+survive; a check still running after CPU_LIMIT CPU seconds counts as killed ("hung"),
+and so does a mutant that crashes duespec outright ("broken"). Functions outside the JSON
+contract (snapshot and restore, close, transaction, repr) are not mutated: no campaign
+calls them; their unit tests do.
 
-    .venv/bin/python tools/mutate_impl.py --list                # count the mutants per file
-    .venv/bin/python tools/mutate_impl.py --sample 150 --seed 1 --workers 2 --out mutants.json
-    .venv/bin/python tools/mutate_impl.py --run impl/duebook.py 17   # one mutant, verbose
+    .venv/bin/python tools/mutate_impl.py --list                # the mutants per file
+    .venv/bin/python tools/mutate_impl.py --sample 150 --seed 1 --system schedules --out s.json
+    .venv/bin/python tools/mutate_impl.py --summary s.json d.json   # kill rate, survivors
+    .venv/bin/python tools/mutate_impl.py --run impl/duebook.py 17  # one mutant
 
-docs/mutation.md has the last run's figures and the survivors judged equivalent.
+docs/mutation.md has the last run's figures, how it was run, and the survivors judged
+equivalent (EQUIVALENT below, with their reasons).
 """
 
 from __future__ import annotations
@@ -411,6 +412,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
     ("impl/duebook.py", "_slot", "if b < 0:", "0 -> -1"):
         "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_put", "if distance > self._reach:", "Gt -> GtE"):
+        "when distance equals the reach, the mutant stores the same value again",
     ("impl/duebook.py", "schedule", "and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):",
      "LtE -> GtE #4"):
         "the guard only chooses the fast path: a value it wrongly stops is checked again by _time, "
