@@ -410,6 +410,8 @@ def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "Or -> And"):
         "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "LtE -> Lt"):
+        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
     ("impl/duebook.py", "_slot", "if b < 0:", "0 -> -1"):
         "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
     ("impl/duebook.py", "_put", "if distance > self._reach:", "Gt -> GtE"):

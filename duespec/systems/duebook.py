@@ -479,6 +479,7 @@ class DuebookMachine(LockstepMachine):
         reached("DR-01.cap_1" if max_open == 1 else "DR-01.cap_beyond_int32" if max_open > 2**31 - 1
                 else "DR-01.cap_small")
         scheduled = [self.schedule(owner, delay, ttl) for owner, delay, ttl in opening]
+        self.send_a_malformed_request(cap + deep + len(opening))
         return multiple(*(id for id in scheduled if type(id) is int))
 
     @rule(target=ids, owner=OWNERS, delay=mostly(DELAYS, ODD_DURATIONS, one_in=6),
@@ -628,11 +629,11 @@ class DuebookMachine(LockstepMachine):
         self.clock_reaches(whose, edge)
         self.consume(op, {"id": self.focus})
 
-    @rule(request=st.sampled_from(MALFORMED_REQUESTS))
-    def malformed_request(self, request: tuple[Json, dict[str, Json]]) -> None:
-        """D-27: a request only JSON can send (an unknown op, an argument missing, extra
-        or misnamed) is `invalid` and changes nothing."""
-        op, args = request
+    def send_a_malformed_request(self, pick: int) -> None:
+        """D-27: one request only JSON can send (an unknown op, an argument missing, extra
+        or misnamed), chosen by `pick`: `invalid`, and nothing changes. Sent once per run
+        with no draw of its own, so the campaign's other draws stay as they were."""
+        op, args = MALFORMED_REQUESTS[pick % len(MALFORMED_REQUESTS)]
         self.act(op, args)  # type: ignore[arg-type]
 
     @rule(to=JUMPS)
