@@ -434,6 +434,9 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
     ("impl/duebook.py", "_slot", "if b < 0:", "0 -> -1"):
         "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_capacity_for", "while capacity * 3 // 4 <= count:", "LtE -> Lt"):
+        "a table may be sized exactly 3/4 full: lookups still end at an empty bucket, and the "
+        "next schedule grows it first (open >= _grow_at); the layout changes, never an answer",
     ("impl/duebook.py", "_put", "if distance > self._reach:", "Gt -> GtE"):
         "when distance equals the reach, the mutant stores the same value again",
     ("impl/duebook.py", "schedule", "and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):",
