@@ -38,6 +38,8 @@ def test_implementation_conforms_at_the_default_budget() -> None:
     assert max(run["ids allocated"] for run in result.depths) > 256
     assert max(run["open entries reached"] for run in result.depths) > 1024
     assert len(result.depths) == result.examples
+    # Requests only JSON can send (D-27): the impl's wrong-keys path runs too.
+    assert result.coverage["D-27.unknown_op"] and result.coverage["D-27.wrong_keys"]
 
 
 def test_model_agrees_with_itself() -> None:

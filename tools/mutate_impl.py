@@ -3,20 +3,21 @@ settings) kill mutants nobody chose?
 
 Each mutant changes one AST node of one impl file: a comparison operator (< <= > >= ==
 !=, in, is), an arithmetic or boolean operator, an integer constant (n -> n+1, n -> n-1),
-a `not` dropped, a True/False flipped, a `return x` of a bool... The mutated module is
-compiled in memory in a fresh process (the files on disk never change), installed in
-sys.modules before duespec imports it, and `duespec check` runs against it: exit 1 kills
-the mutant, exit 0 lets it survive; a process that times out counts as killed (a hang is
-what the per-call deadline reports), and so does a mutant that crashes duespec outright
-(reported apart, as "broken"). Functions outside the JSON contract (snapshot and
-restore, the on-disk store's opening, repr) are not mutated: no campaign calls them; their
-unit tests do.
+a `not` dropped, a True/False flipped. The mutated module is compiled in memory in a
+fresh process (the files on disk never change), installed in sys.modules before duespec
+imports it, and `duespec check` runs against it: exit 1 kills the mutant, exit 0 lets it
+survive; a check still running after CPU_LIMIT CPU seconds counts as killed ("hung"),
+and so does a mutant that crashes duespec outright ("broken"). Functions outside the JSON
+contract (snapshot and restore, close, transaction, repr) are not mutated: no campaign
+calls them; their unit tests do.
 
-    .venv/bin/python tools/mutate_impl.py --list                # count the mutants per file
-    .venv/bin/python tools/mutate_impl.py --sample 150 --seed 1 --workers 2 --out mutants.json
-    .venv/bin/python tools/mutate_impl.py --run impl/duebook.py 17   # one mutant, verbose
+    .venv/bin/python tools/mutate_impl.py --list                # the mutants per file
+    .venv/bin/python tools/mutate_impl.py --sample 150 --seed 1 --system schedules --out s.json
+    .venv/bin/python tools/mutate_impl.py --summary s.json d.json   # kill rate, survivors
+    .venv/bin/python tools/mutate_impl.py --run impl/duebook.py 17  # one mutant
 
-docs/mutation.md has the last run's figures and the survivors judged equivalent.
+docs/mutation.md has the last run's figures, how it was run, and the survivors judged
+equivalent (EQUIVALENT below, with their reasons).
 """
 
 from __future__ import annotations
@@ -27,22 +28,27 @@ import importlib.util
 import json
 import random
 import re
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Each impl file, the system whose campaign exercises it.
 FILES = {
     "impl/duebook.py": "duebook",
+    "impl/duebook_requests.py": "duebook",
     "impl/cron.py": "schedules",
     "impl/schedules.py": "schedules",
     "impl/schedules_records.py": "schedules",
     "impl/schedules_sql.py": "schedules",
+    "impl/schedules_tasks.py": "schedules",
 }
 #: Not reachable through the JSON contract (docs/operations.md): unit-tested instead.
 OUT_OF_CONTRACT = frozenset({
@@ -51,8 +57,12 @@ OUT_OF_CONTRACT = frozenset({
     # module constants only snapshot and restore read
     "_SNAPSHOT_MAGIC", "_SNAPSHOT_VERSION", "_HEADER", "_OWNER_LENGTH",
 })
-#: Seconds one check may take before the mutant counts as hanging (killed).
-CHECK_TIMEOUT = 600
+#: CPU seconds one check may take before the mutant counts as hanging (killed): about 15
+#: times what the unmutated `duespec check schedules --profile all` takes. CPU, not wall
+#: clock: on a loaded machine a surviving mutant can take longer than that by the clock.
+CPU_LIMIT = 600
+#: Wall-clock backstop, for a child that blocks without using CPU.
+WALL_LIMIT = 4 * 3600
 
 SWAPS: dict[type, tuple[type, ...]] = {
     ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
@@ -133,6 +143,7 @@ class _Apply(ast.NodeTransformer):
         return node
 
 
+@lru_cache(maxsize=None)
 def mutants_of(file: str) -> list[Mutant]:
     tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
     return [Mutant(file, index, getattr(node, "lineno", 0), description)
@@ -147,8 +158,17 @@ def mutated_source_tree(file: str, index: int) -> ast.Module:
     return ast.fix_missing_locations(mutated)  # type: ignore[arg-type]
 
 
-def run_in_this_process(file: str, index: int, trace_dir: str) -> int:
-    """Install the mutated module, then run the check (the child side of `check_mutant`)."""
+def run_in_this_process(file: str, index: int, trace_dir: str, exact: bool) -> int:
+    """Install the mutated module, then run the check (the child side of `check_mutant`).
+
+    `exact` runs `duespec check SYSTEM --profile all` as a user would. Otherwise the same
+    verdict is reached sooner: the profiles run one by one in the same order, stopping at
+    the first that fails, each with --max-classes 1 and without Hypothesis's shrink phase.
+    The exit code cannot differ: the generate phase, which decides whether any run fails,
+    is the same (same seed, same draws); once a run failed, shrinking only picks the
+    counterexample to report (and whatever it ends with, the search ends in an error, so
+    the campaign fails); later searches only look for more classes; and `--profile all`
+    exits 1 as soon as one profile's campaign failed."""
     module_name = "duespec.impl." + Path(file).stem
     importlib.import_module("duespec.impl")
     spec = importlib.util.find_spec(module_name)
@@ -157,8 +177,23 @@ def run_in_this_process(file: str, index: int, trace_dir: str) -> int:
     sys.modules[module_name] = module
     exec(compile(mutated_source_tree(file, index), spec.origin, "exec"), module.__dict__)
     from duespec.cli import main
-    return main(["check", FILES[file], "--profile", "all", "--no-coverage", "--progress", "0",
-                 "--trace-dir", trace_dir])
+    from duespec.systems import get_system
+    common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir]
+    if exact:
+        return main(["check", FILES[file], "--profile", "all", *common])
+    import duespec.campaigns.run as campaign_run
+    from hypothesis import Phase, settings
+
+    def without_shrinking(**chosen: object) -> settings:
+        chosen["phases"] = [phase for phase in chosen["phases"] if phase is not Phase.shrink]  # type: ignore[attr-defined]
+        return settings(**chosen)  # type: ignore[arg-type]
+
+    campaign_run.settings = without_shrinking  # type: ignore[assignment]
+    for profile in get_system(FILES[file]).profiles:
+        code = main(["check", FILES[file], "--profile", profile, "--max-classes", "1", *common])
+        if code != 0:
+            return code
+    return 0
 
 
 @dataclass(frozen=True)
@@ -173,39 +208,72 @@ class Verdict:
     exit_code: int | None
     seconds: float
     first_lines: str
+    #: CPU seconds of the check's process (None in runs before this was recorded).
+    cpu_seconds: float | None = None
 
     @property
     def killed(self) -> bool:
         return self.outcome != "survived"
 
 
-def check_mutant(mutant: Mutant) -> Verdict:
+def check_mutant(mutant: Mutant, exact: bool = False) -> Verdict:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="duespec-mutant-") as traces:
         try:
-            done = subprocess.run([sys.executable, __file__, "--child", mutant.file, str(mutant.index), traces],
-                                  capture_output=True, text=True, timeout=CHECK_TIMEOUT, cwd=ROOT)
-            code: int | None = done.returncode
-            output = done.stdout + done.stderr
+            child = subprocess.Popen([sys.executable, __file__, "--child", mutant.file, str(mutant.index), traces,
+                                      "exact" if exact else "fast"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                                     preexec_fn=_limit_cpu)
+            output, _ = child.communicate(timeout=WALL_LIMIT)
+            code: int | None = child.returncode
         except subprocess.TimeoutExpired:
-            code, output = None, f"timed out after {CHECK_TIMEOUT}s"
+            child.kill()
+            child.communicate()
+            code, output = None, f"no verdict within {WALL_LIMIT}s of wall clock"
+    if code == -signal.SIGXCPU:
+        code, output = None, f"no verdict within {CPU_LIMIT} CPU seconds\n{output}"
+    cpu = re.search(r"^mutant check cpu seconds: ([0-9.]+)$", output, re.MULTILINE)
     failed = re.search(r"^(DIVERGES|TARGET FAILED|FAILED): ", output, re.MULTILINE)
     outcome = ("survived" if code == 0 else "hung" if code is None else
                "killed" if code == 1 and failed else "broken")
     return Verdict(mutant.file, mutant.index, mutant.line, mutant.description, outcome,
-                   code, time.perf_counter() - started, "\n".join(output.splitlines()[:6]))
+                   code, time.perf_counter() - started, "\n".join(output.splitlines()[:6]),
+                   float(cpu.group(1)) if cpu else None)
+
+
+def _limit_cpu() -> None:
+    """In the child before exec: SIGXCPU once it has used CPU_LIMIT seconds."""
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 30))
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        return run_in_this_process(argv[1], int(argv[2]), argv[3])
+        code = run_in_this_process(argv[1], int(argv[2]), argv[3], argv[4] == "exact")
+        print(f"mutant check cpu seconds: {time.process_time():.1f}", flush=True)
+        return code
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="count the mutants per file")
-    parser.add_argument("--sample", type=int, default=0, help="check this many, drawn at random")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="check this many, a stratified random sample (every file, in proportion)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="mutants.json")
     parser.add_argument("--run", nargs=2, metavar=("FILE", "INDEX"), help="check one mutant")
+    parser.add_argument("--recheck", metavar="JSON",
+                        help="check again the mutants a previous --out file lists as survived or hung")
+    parser.add_argument("--exact", action="store_true",
+                        help="run the plain `duespec check SYSTEM --profile all` for each mutant "
+                             "(slower for killed mutants; same verdict)")
+    parser.add_argument("--reverse", action="store_true",
+                        help="check the chosen mutants last to first: a second process can work "
+                             "the same sample from the other end (--summary merges the outputs)")
+    parser.add_argument("--skip", type=int, default=0, metavar="N",
+                        help="leave out the first N chosen (a third process can start mid-sample)")
+    parser.add_argument("--summary", metavar="JSON", nargs="+",
+                        help="the kill rate over previous --out files")
+    parser.add_argument("--system", choices=sorted(set(FILES.values())),
+                        help="only this system's files (the sample is drawn over every file first, "
+                             "so the runs for each system together make up the whole sample)")
     args = parser.parse_args(argv)
     everything = [m for file in FILES for m in mutants_of(file)]
     if args.list:
@@ -213,15 +281,30 @@ def main(argv: list[str]) -> int:
             print(f"{file}: {sum(m.file == file for m in everything)} mutants")
         print(f"total: {len(everything)}")
         return 0
+    if args.summary:
+        merged = {(v["file"], v["index"]): Verdict(**v) for out in args.summary
+                  for v in json.loads(Path(out).read_text(encoding="utf-8"))}
+        print(summary(list(merged.values())))
+        return 0
     if args.run:
         [mutant] = [m for m in everything if m.file == args.run[0] and m.index == int(args.run[1])]
-        verdict = check_mutant(mutant)
+        verdict = check_mutant(mutant, args.exact)
         print(json.dumps(asdict(verdict), indent=2))
         return 0
-    chosen = random.Random(args.seed).sample(everything, args.sample) if args.sample else everything
+    if args.recheck:
+        survived = {(v["file"], v["index"]) for v in json.loads(Path(args.recheck).read_text(encoding="utf-8"))
+                    if v["outcome"] in ("survived", "hung")}
+        chosen = [m for m in everything if (m.file, m.index) in survived]
+    else:
+        chosen = stratified_sample(everything, args.sample, args.seed) if args.sample else everything
+    if args.system:
+        chosen = [m for m in chosen if FILES[m.file] == args.system]
+    if args.reverse:
+        chosen.reverse()
+    chosen = chosen[args.skip:]
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for future in as_completed([pool.submit(check_mutant, mutant) for mutant in chosen]):
+        for future in as_completed([pool.submit(check_mutant, mutant, args.exact) for mutant in chosen]):
             verdict = future.result()
             verdicts.append(verdict)
             print(f"{verdict.outcome:8} {verdict.file}:{verdict.line} "
@@ -229,10 +312,139 @@ def main(argv: list[str]) -> int:
             # Written as each verdict arrives: a run stopped early keeps what it measured.
             Path(args.out).write_text(json.dumps([asdict(v) for v in verdicts], indent=2) + "\n",
                                       encoding="utf-8")
-    killed = sum(v.killed for v in verdicts)
-    print(f"{killed} of {len(verdicts)} mutants killed ({100 * killed / max(1, len(verdicts)):.1f}%); "
-          f"survivors: {len(verdicts) - killed}; details in {args.out}")
+    print(summary(verdicts))
+    print(f"details in {args.out}")
     return 0
+
+
+#: Smallest share of a sample any one file gets (all of its mutants if it has fewer).
+MIN_PER_FILE = 8
+
+
+def stratified_sample(everything: list[Mutant], size: int, seed: int) -> list[Mutant]:
+    """`size` mutants: each file gets its share in proportion to its mutant count (at least
+    MIN_PER_FILE), drawn uniformly within the file; the whole is shuffled so that a run cut
+    short still covers every file."""
+    rng = random.Random(seed)
+    by_file = {file: [m for m in everything if m.file == file] for file in FILES}
+    quotas = {file: min(len(ms), max(MIN_PER_FILE, round(size * len(ms) / len(everything))))
+              for file, ms in by_file.items()}
+    chosen = [m for file, ms in by_file.items() for m in rng.sample(ms, quotas[file])]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def source_line(file: str, line: int) -> str:
+    return (ROOT / file).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+
+
+def enclosing_function(file: str, line: int) -> str:
+    """The innermost def around `line` ("" at module level): the same text may recur."""
+    name = ""
+    for node in ast.walk(ast.parse((ROOT / file).read_text(encoding="utf-8"))):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            if not name or node.lineno >= best:
+                name, best = node.name, node.lineno
+    return name
+
+
+def mutant_key(file: str, index: int) -> tuple[str, str, str, str]:
+    """(file, enclosing def, line text, mutation) naming a mutant in EQUIVALENT; when one
+    line has the same mutation more than once, the mutation reads e.g. "LtE -> GtE #2"."""
+    mutants = mutants_of(file)
+    mutant = mutants[index]
+    alike = [m for m in mutants if m.line == mutant.line and m.description == mutant.description]
+    description = mutant.description + (f" #{alike.index(mutant) + 1}" if len(alike) > 1 else "")
+    return (file, enclosing_function(file, mutant.line), source_line(file, mutant.line), description)
+
+
+def mutated_expression(file: str, index: int) -> str:
+    """The mutated node as source, for a reader: `0 <= delay >= INT64_MAX`."""
+    tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+    node, _, change = mutation_points(tree)[index]
+    if change[0] == "unwrap":
+        return ast.unparse(node.operand)  # type: ignore[attr-defined]
+    return ast.unparse(_Apply(node, change).visit(node))
+
+
+def judged_equivalent(verdict: Verdict) -> str | None:
+    """The recorded reason a survivor is equivalent (EQUIVALENT), if it is one."""
+    return EQUIVALENT.get(mutant_key(verdict.file, verdict.index))
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    """Per file and in all: killed of non-equivalent, with a Wilson 95% interval; then the
+    same leaving out the survivors `check` cannot reach (OUT_OF_CHECK)."""
+    lines = []
+    for file in [*FILES, None]:
+        mine = [v for v in verdicts if file is None or v.file == file]
+        if not mine:
+            continue
+        killed = sum(v.killed for v in mine)
+        equivalent = [v for v in mine if not v.killed and judged_equivalent(v)]
+        counted = len(mine) - len(equivalent)
+        low, high = wilson(killed, counted)
+        lines.append(f"{file or 'all':28} {killed:4} killed of {counted:4} non-equivalent "
+                     f"({100 * killed / max(1, counted):5.1f}%, 95% CI {100 * low:.1f}-{100 * high:.1f}%); "
+                     f"{len(mine)} checked, {len(equivalent)} equivalent")
+    killed = sum(v.killed for v in verdicts)
+    outside = [v for v in verdicts if not v.killed and not judged_equivalent(v)
+               and OUT_OF_CHECK.get(mutant_key(v.file, v.index))]
+    counted = len(verdicts) - sum(not v.killed and bool(judged_equivalent(v)) for v in verdicts) - len(outside)
+    if outside:
+        low, high = wilson(killed, counted)
+        lines.append(f"{'all, leaving out':28} {killed:4} killed of {counted:4} non-equivalent "
+                     f"({100 * killed / max(1, counted):5.1f}%, 95% CI {100 * low:.1f}-{100 * high:.1f}%): "
+                     f"{len(outside)} survivors in code `check` never runs (OUT_OF_CHECK)")
+    open_survivors = [v for v in verdicts if not v.killed and not judged_equivalent(v)]
+    lines += [f"  survived: {v.file}:{v.line} #{v.index} {v.description}: "
+              f"{mutated_expression(v.file, v.index)}  in  {source_line(v.file, v.line)}"
+              for v in open_survivors]
+    return "\n".join(lines)
+
+
+def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (sound near 100%, unlike p +- 2se)."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * ((p * (1 - p) / trials + z * z / (4 * trials * trials)) ** 0.5) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+#: Survivors that are not equivalent but sit in code `duespec check` never runs, by the
+#: same keys as EQUIVALENT: counted as survivors, and reported apart.
+_FILE_STORE_ONLY = ("only a file-backed store runs it (ScheduleServer(path)); `duespec check` "
+                    "drives the in-memory store; tests/store_crash.py and the store tests cover it")
+OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
+    ("impl/schedules_sql.py", "_own", "handle.seek(0)", "0 -> -1"): _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", "handle.seek(0)", "0 -> 1"): _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "", "CACHE_KIB = 256 * 1024", "Mult -> FloorDiv"): _FILE_STORE_ONLY,
+}
+
+#: Survivors judged equivalent (docs/mutation.md gives each reason in full), keyed by
+#: (file, the enclosing def or class, the mutated line's text, the mutation): stable while
+#: the line itself is, whatever moves around it.
+EQUIVALENT: dict[tuple[str, str, str, str], str] = {
+    ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "Or -> And"):
+        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "LtE -> Lt"):
+        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_slot", "if b < 0:", "0 -> -1"):
+        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
+    ("impl/duebook.py", "_capacity_for", "while capacity * 3 // 4 <= count:", "LtE -> Lt"):
+        "a table may be sized exactly 3/4 full: lookups still end at an empty bucket, and the "
+        "next schedule grows it first (open >= _grow_at); the layout changes, never an answer",
+    ("impl/duebook.py", "_put", "if distance > self._reach:", "Gt -> GtE"):
+        "when distance equals the reach, the mutant stores the same value again",
+    ("impl/duebook.py", "schedule", "and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):",
+     "LtE -> GtE #4"):
+        "the guard only chooses the fast path: a value it wrongly stops is checked again by _time, "
+        "which lets it pass; a delay or ttl it wrongly lets through (>= 2^63) overflows due_at or "
+        "expires_at, refused right after as invalid, the same error",
+}
 
 
 if __name__ == "__main__":

@@ -351,6 +351,15 @@ def most_claimable_instant(open_deferrals: list[dict[str, Json]]) -> int:
     return best
 
 
+#: Requests only JSON can send (D-27): an unknown or non-string op, an argument missing,
+#: one extra, one misnamed. (Args that are no object are left to
+#: tests/test_malformed_requests.py: the spec's step properties read args as an object.)
+MALFORMED_REQUESTS: tuple[tuple[Json, dict[str, Json]], ...] = (
+    ("reschedule", {"id": 1}), (7, {"id": 1}), ("schedule", {"owner": "alice", "delay": 0}),
+    ("claim", {"id": 1, "now": 0}), ("cancel", {"id": 1, "owner": "alice"}), ("claimable", {}),
+)
+
+
 class DuebookMachine(LockstepMachine):
     """Every duebook op, at a clock biased to the edges of each deferral's window.
 
@@ -501,6 +510,7 @@ class DuebookMachine(LockstepMachine):
         reached("DR-01.cap_1" if max_open == 1 else "DR-01.cap_beyond_int32" if max_open > 2**31 - 1
                 else "DR-01.cap_small")
         scheduled = [self.schedule(owner, delay, ttl) for owner, delay, ttl in opening]
+        self.send_a_malformed_request(cap + deep + len(opening))
         return multiple(*(id for id in scheduled if type(id) is int))
 
     @rule(target=ids, owner=OWNERS, delay=mostly(DELAYS, ODD_DURATIONS, one_in=6),
@@ -659,6 +669,13 @@ class DuebookMachine(LockstepMachine):
         self.clock_reaches(whose, edge)
         self.consume(op, {"id": self.focus})
 
+    def send_a_malformed_request(self, pick: int) -> None:
+        """D-27: one request only JSON can send (an unknown op, an argument missing, extra
+        or misnamed), chosen by `pick`: `invalid`, and nothing changes. Sent once per run
+        with no draw of its own, so the campaign's other draws stay as they were."""
+        op, args = MALFORMED_REQUESTS[pick % len(MALFORMED_REQUESTS)]
+        self.act(op, args)  # type: ignore[arg-type]
+
     @rule(to=JUMPS)
     def clock_jumps(self, to: str) -> None:
         self.now = max(self.now - 1, 0) if to == "one tick back" else JUMP_TO[to]
@@ -713,10 +730,10 @@ class ImpliedState:
 
 #: The model's branches reachable from a valid config: D-01.invalid is only reachable by
 #: a bad config, which reset() refuses before any campaign starts.
-#: The depth and value regimes of spec/duebook.md (DR-01..DR-07) too. The machine sends no
-#: malformed requests (D-27): tests/test_malformed_requests.py and the corpus check them.
-REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid", "D-27.unknown_op", "D-27.args_not_object",
-                                         "D-27.wrong_keys"}) | {
+#: The depth and value regimes of spec/duebook.md (DR-01..DR-07) too. Each run's opening
+#: sends one malformed request (MALFORMED_REQUESTS); args that are no object are left to
+#: tests/test_malformed_requests.py and the corpus.
+REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid", "D-27.args_not_object"}) | {
     "DR-01.cap_1", "DR-01.cap_small", "DR-01.cap_beyond_int32", "DR-02.hundreds_of_ids",
     "DR-03.dozens_open", "DR-04.index_run_split", "DR-05.compaction",
     *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),

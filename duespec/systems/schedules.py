@@ -208,14 +208,15 @@ VALUE_SPACE: dict[str, str] = {
     "config": f"profile: the campaign's; retry_timeout: {[t for t in RETRY_TIMEOUTS if t is not None]} "
               "or left out",
     "now": "starts at a minute, month, year or century edge (2000, 2025, 2028, 2099-2100), "
-           "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days and to 1 ms "
-           "before/at/after a tick; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
+           "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days, to 1 ms "
+           "before/at/after a tick and to 00:00 on the 28th of a month up to 13 months on; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
            "the clock as a float or a numeric string",
     "schedule id": f"{list(SCHEDULE_IDS)}, near misses {list(NEAR_MISS_IDS)}; invalid "
                    f"{list(INVALID_SCHEDULE_IDS)}",
     "cron": "the whole dialect of spec/cron.md (`cron_expressions`: every alias in any case, "
             "month and weekday names, `?`, values, ranges, steps, lists, both day fields "
-            f"restricted, dates that rarely or never occur) and {list(CRONS)}; invalid "
+            f"restricted, dates that rarely or never occur, the 29th-31st of one month) and "
+            f"{list(CRONS)}; invalid "
             f"{list(INVALID_CRONS)}",
     "promiseId": f"{list(TEMPLATES)}; invalid {list(INVALID_TEMPLATES)}",
     "promiseTimeout": f"{list(PROMISE_TIMEOUTS)}; invalid {list(INVALID_TIMEOUTS)}",
@@ -232,17 +233,32 @@ def cron_expressions(draw: st.DrawFn) -> str:
     (`?` in the day fields), sometimes an alias in any case. Drawn expressions the dialect
     rejects (a range with equal ends, a date that never occurs) are sent as they are:
     the answer is a 400, which is compared too."""
-    if draw(st.integers(0, 7)) == 0:
+    shape = draw(st.integers(0, 7))
+    if shape == 0:
         alias = draw(st.sampled_from(sorted(ALIASES)))
         return draw(st.sampled_from((alias, alias.upper(), alias.capitalize())))
     minute = draw(_field(0, 59, ("0", "*/15", "30", "5/20", "0,30", "10-20/5", "59")))
     hour = draw(_field(0, 23, ("0", "*", "9-17", "*/6", "23", "0,12")))
-    day = draw(_field(1, 31, ("*", "?", "1", "15", "28-31", "31", "29", "1,15", "*/10", "30")))
-    month = draw(st.sampled_from(("*", "*", "2", "feb", "jan-jun", "*/3", "FEB,aug", "12", "4,6,9,11",
-                                  "Dec")))
     weekday = draw(st.sampled_from(("*", "*", "?", "mon-fri", "sun", "7", "0", "1,3,5", "SAT,sun",
                                     "*/2", "5")))
+    if shape <= 2:
+        # A month's last days in that one month: each month's length is what decides
+        # whether it fires (or whether the dialect refuses it as a date that never occurs).
+        day = draw(st.sampled_from(("29", "30", "31", "28-31", "30,31")))
+        return f"{minute} {hour} {day} {draw(_one_month())} {draw(st.sampled_from(('*', '?', weekday)))}"
+    day = draw(_field(1, 31, ("*", "?", "1", "15", "28-31", "31", "29", "1,15", "*/10", "30")))
+    month = draw(st.one_of(st.sampled_from(("*", "*", "2", "feb", "jan-jun", "*/3", "FEB,aug", "12",
+                                            "4,6,9,11", "Dec")), _one_month()))
     return f"{minute} {hour} {day} {month} {weekday}"
+
+
+def _one_month() -> st.SearchStrategy[str]:
+    """One month, as a number or a name in any case."""
+    return st.tuples(st.integers(1, 12), st.sampled_from((str, str.lower, str.upper, str.capitalize))).map(
+        lambda pair: str(pair[0]) if pair[1] is str else pair[1](MONTH_NAMES[pair[0] - 1]))
+
+
+MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
 def _field(low: int, high: int, common: tuple[str, ...]) -> st.SearchStrategy[str]:
@@ -496,6 +512,19 @@ class SchedulesMachine(LockstepMachine):
     def time_passes(self, span: int) -> None:
         """A moment, or downtime that misses many ticks (bounded by MAX_OWED_PER_JUMP)."""
         self.move_clock(self.now + span)
+
+    @rule(ahead=st.integers(0, 13))
+    def clock_to_a_month_tail(self, ahead: int) -> None:
+        """To 00:00 on the 28th of the month `ahead` months on: a cron computed from there
+        walks that month's last days, so its length (28 to 31, a leap or century February)
+        decides the next month's days. Months of 2000, 2028 and 2100 come from STARTS."""
+        moment = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=self.now)
+        month_count = moment.year * 12 + moment.month - 1 + ahead
+        if month_count // 12 > 9999:
+            self.move_clock(MAX_TIME)
+            return
+        tail = dt.datetime(month_count // 12, month_count % 12 + 1, 28) - dt.datetime(1970, 1, 1)
+        self.move_clock(tail // dt.timedelta(milliseconds=1))
 
     @precondition(has_schedules)
     @rule(pick=st.integers(0, 9), edge=st.sampled_from((-1, 0, 1)))
