@@ -168,16 +168,19 @@ def _model_seconds_per_call(op: str, book: model.Book, fixture: Books) -> float:
 
 
 class ImplOnlyDuebook(DuebookMachine):
-    """The duebook machine's own rules driving the implementation alone: no model, no
-    comparison, no invariants; what a campaign costs beyond this is the harness."""
+    """The duebook machine's own rules driving the implementation alone: each step goes to
+    the target only and the rules read the target's state; no model, no comparison, no
+    invariants. What a campaign costs beyond this is the harness."""
 
-    def act(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        now = self.now if self.misread is None else self.misread
-        self.misread = None
-        response = self.target.step(op, args, now)
+    def call(self, op: str, args: dict[str, Any], now: Any) -> dict[str, Any]:
         type(self).total_steps += 1
-        self.state = self.target.observe()
+        response = self.target.step(op, args, now)
+        # The rules' act() reads the step back; recording it is theirs, not the harness's.
+        self.steps.append({"i": len(self.steps), "op": op, "args": args, "now": now, "result": response})
         return response
+
+    def oracle_state(self) -> dict[str, Any]:
+        return self.target.observe()
 
     def invariants_hold(self) -> None:  # type: ignore[override]
         """Not registered: this machine checks nothing."""

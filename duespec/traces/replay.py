@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+import orjson
 from duespec.targets import resolve as targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.lockstep import describe_divergence, state_diff
@@ -287,6 +288,21 @@ class _Replay:
     def take(self, step: dict[str, Json]) -> None:
         op, args, now = step["op"], step["args"], step["now"]
         recorded = step.get("result")
+        if recorded is not None and self.oracle is None:
+            # The usual step of a recorded trace: the target's answer against the record,
+            # with no closure or model in between.
+            try:
+                actual = self.subject.step(op, args, now)
+            except Exception as error:
+                raise self._failure(error, step, "the target raised") from None
+            if not _responses_agree(recorded, actual):
+                raise self.response_divergence(step, recorded, actual)
+            counts = self.counts
+            counts.responses_compared += 1
+            counts.recorded_results += 1
+            if self.implied is not None:
+                self.implied.apply(op, args, recorded)
+            return
         if recorded is None and self.oracle is None and not self.model_is_subject:
             self.oracle = self.model_through(step["i"] - 1)
         expected = recorded
@@ -419,17 +435,23 @@ class _Replay:
     def _attempt(self, action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
         try:
             return action()
-        except LimitExceeded:
-            raise
-        except TargetError as error:
+        except Exception as error:
+            raise self._failure(error, step, what) from None
+
+    @staticmethod
+    def _failure(error: Exception, step: dict[str, Json] | None, what: str) -> Exception:
+        """What a call that raised `error` means: a limit stays a limit, an unusable target
+        is a usage error, and anything else (a crash too) is a finding at this step."""
+        if isinstance(error, LimitExceeded):
+            return error
+        if isinstance(error, TargetError):
             if error.unusable:
-                raise UsageError(f"target unusable: {error}") from None
+                return UsageError(f"target unusable: {error}")
             where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
-            raise _Diverged(step or {"i": -1}, f"{where}\n  {error}") from None
-        except Exception as error:  # a crash is a finding, reported like a divergence
-            where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
-                     f"at now={step['now']}") if step else "before the first step"
-            raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
+            return _Diverged(step or {"i": -1}, f"{where}\n  {error}")
+        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
+                 f"at now={step['now']}") if step else "before the first step"
+        return _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}")
 
 
 def _named(error: BaseException) -> str:
@@ -437,9 +459,10 @@ def _named(error: BaseException) -> str:
 
 
 def _responses_agree(expected: Json, actual: Json) -> bool:
-    """responses_agree, with a shortcut for the usual case: equal under == and with the same
-    repr (so no 1 that is 1.0 or True), they agree without a walk in Python."""
-    if expected == actual and repr(expected) == repr(actual):
+    """responses_agree, with a shortcut for the usual case: equal under == and written alike
+    by orjson (so no 1 that is 1.0 or true; subclasses, lone surrogates and huge integers,
+    which orjson will not write, take the walk), they agree without a walk in Python."""
+    if expected == actual and _written_alike(expected, actual):
         return True
     error = expected.get("error") if type(expected) is dict and len(expected) == 1 else None
     if (type(error) is str and type(actual) is dict and type(actual.get("error")) is str
@@ -448,12 +471,24 @@ def _responses_agree(expected: Json, actual: Json) -> bool:
     return responses_agree(expected, actual)
 
 
+def _written_alike(a: Json, b: Json) -> bool:
+    """Whether orjson writes both as the same sorted-key JSON; False when it will not write
+    one of them exactly (then the caller's walk decides)."""
+    try:
+        return orjson.dumps(a, option=_EXACT) == orjson.dumps(b, option=_EXACT)
+    except TypeError:
+        return False
+
+
+_EXACT = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
 _ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
 
 
 def _same_state(want: Json, have: Json) -> bool:
     """same_json, with the same shortcut: unequal under == is unequal under same_json too."""
-    return want == have and (repr(want) == repr(have) or same_json(want, have))
+    return want == have and (_written_alike(want, have) or same_json(want, have))
 
 
 def _indent(text: str) -> str:
