@@ -38,3 +38,28 @@ def test_goals_fail_and_say_so_in_text_and_json() -> None:
     data = json.loads(json.dumps(figure.as_json()))
     assert data["goal"] == {"op": ">=", "value": 100} and data["passed"] is False
     assert Figure.single("s", "bytes", 79.0, "bytes", goal=Goal("<=", 193)).passed is True
+
+
+def test_quick_leaves_out_full_only_sections_and_says_so(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+    import sys
+    import types
+
+    import duespec.bench as bench
+
+    ran: list[str] = []
+    for name in ("fake_bench_fast", "fake_bench_slow"):
+        module = types.ModuleType(name)
+        module.figures = (lambda n: lambda quick: ran.append(n) or [  # type: ignore[attr-defined]
+            Figure("s", n, 1.0, "x", goal=Goal("<=", 2))])(name)
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(bench, "SECTIONS", ("fake_bench_fast", "fake_bench_slow"))
+    monkeypatch.setattr(bench, "FULL_ONLY", ("fake_bench_slow",))
+    out = tmp_path / "figures.json"
+    assert bench.main(argparse.Namespace(quick=True, only=[], json=str(out))) == 0
+    assert ran == ["fake_bench_fast"]
+    assert "[fake_bench_slow] not in --quick" in capsys.readouterr().out
+    assert json.loads(out.read_text())["left_out"] == ["fake_bench_slow"]
+    ran.clear()
+    assert bench.main(argparse.Namespace(quick=True, only=["slow"], json=None)) == 0
+    assert ran == ["fake_bench_slow"]  # named with --only, it runs in its quick form anyway

@@ -126,7 +126,7 @@ def operation_figures(size: int, quick: bool) -> list[Figure]:
     takes as many calls as the model answers in about `seconds` (the model's listings
     sort the whole book)."""
     repeats = 5 if quick else 7
-    seconds = 0.05 if quick else 0.2
+    seconds = 0.01 if quick else 0.2
     large = size >= 100_000
     batch = 2_000 if large else max(1, size // 2)
     fixture = Books(size, batch * repeats if large else batch, seed=size)
@@ -203,7 +203,7 @@ def campaign_steps(examples: int, seed: int) -> int:
 
 
 def harness_figure(quick: bool) -> Figure:
-    examples = 20 if quick else 100
+    examples = 8 if quick else 100
     campaign, bare = alternate([lambda: timed(lambda: campaign_steps(examples, 1)),
                                 lambda: timed(lambda: impl_only_steps(examples, 1))],
                                5 if quick else 7)

@@ -106,6 +106,10 @@ class ImplTarget:
             value = impl_requests.call(self.book, op, args, now)
         except impl.DuebookError as error:
             return {"error": error.code, "message": str(error)}
+        if type(value) is impl.Deferral:
+            # A tuple with read-only fields: no edit of a caller's can land (edit_like_a_caller).
+            id, owner, due_at, expires_at = value
+            return {"ok": {"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}}
         if isinstance(value, list):
             response = {"ok": [impl_deferral_json(d) for d in value]}
         else:
