@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import orjson
 from duespec.targets import resolve as targets
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.lockstep import describe_divergence, state_diff
@@ -334,7 +333,7 @@ class _Replay:
         if want is None:
             return
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
-        if not _same_state(want, have):
+        if not same_json(want, have):
             raise _StateDiffers(step, describe_divergence(step, "state", want, have,
                                                           exchange=getattr(self.subject, "last_exchange", None)))
         self._agreed(step, want)
@@ -459,10 +458,9 @@ def _named(error: BaseException) -> str:
 
 
 def _responses_agree(expected: Json, actual: Json) -> bool:
-    """responses_agree, with a shortcut for the usual case: equal under == and written alike
-    by orjson (so no 1 that is 1.0 or true; subclasses, lone surrogates and huge integers,
-    which orjson will not write, take the walk), they agree without a walk in Python."""
-    if expected == actual and _written_alike(expected, actual):
+    """responses_agree, with a shortcut for the usual case: equal and of the same types
+    (same_json, in C for JSON-shaped values), they agree with no copy made."""
+    if same_json(expected, actual):
         return True
     error = expected.get("error") if type(expected) is dict and len(expected) == 1 else None
     if (type(error) is str and type(actual) is dict and type(actual.get("error")) is str
@@ -471,24 +469,7 @@ def _responses_agree(expected: Json, actual: Json) -> bool:
     return responses_agree(expected, actual)
 
 
-def _written_alike(a: Json, b: Json) -> bool:
-    """Whether orjson writes both as the same sorted-key JSON; False when it will not write
-    one of them exactly (then the caller's walk decides)."""
-    try:
-        return orjson.dumps(a, option=_EXACT) == orjson.dumps(b, option=_EXACT)
-    except TypeError:
-        return False
-
-
-_EXACT = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
-
-
 _ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
-
-
-def _same_state(want: Json, have: Json) -> bool:
-    """same_json, with the same shortcut: unequal under == is unequal under same_json too."""
-    return want == have and (_written_alike(want, have) or same_json(want, have))
 
 
 def _indent(text: str) -> str:
