@@ -141,7 +141,7 @@ def reading(path: Path) -> Callable[[], Sample]:
 def replay_figures(directory: Path, quick: bool) -> list[Figure]:
     repeats = 5
     # The goal is about a 100,000-step trace; the open-size comparison needs less.
-    lengths = {size: 100_000 if size == 100 or not quick else 20_000 for size in OPEN_SIZES}
+    lengths = {size: 100_000 if size == 100 or not quick else 10_000 for size in OPEN_SIZES}
     paths = {size: write_mixed_duebook(directory / f"mixed_{size}.jsonl", lengths[size], size)
              for size in OPEN_SIZES}
     sides = [replaying(paths[size]) for size in OPEN_SIZES] + [reading(paths[100])]
@@ -202,7 +202,7 @@ def _traced(action: Callable[[], T]) -> tuple[T, int]:
 
 
 def memory_figures(directory: Path, quick: bool) -> list[Figure]:
-    long_steps = 20_000 if quick else 1_000_000
+    long_steps = 10_000 if quick else 1_000_000
     short = recorded(directory, "duebook", duebook_churn(long_steps // 10), "short.jsonl")
     long = recorded(directory, "duebook", duebook_churn(long_steps), "long.jsonl")
     short_count, short_peak = peak_bytes(short)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Callable
 
 from hypothesis import strategies as st
@@ -54,6 +55,9 @@ class ModelTarget:
 
     def close(self) -> None:
         self.book = None
+
+
+_by_id = itemgetter("id")
 
 
 def impl_deferral_json(d: Any) -> dict[str, Json]:
@@ -120,12 +124,13 @@ class ImplTarget:
     def observe(self) -> dict[str, Json]:
         book = self.book
         assert book is not None, "reset() first"
-        return {
-            "max_open": book.max_open,
-            "next_id": book.next_id,
-            "open": sorted((impl_deferral_json(d) for d in book.open_deferrals()),
-                           key=lambda d: d["id"]),
-        }
+        deferrals = list(book.open_deferrals())
+        if all(type(d) is impl.Deferral for d in deferrals):  # tuples: unpacked in C
+            rows = [{"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}
+                    for id, owner, due_at, expires_at in deferrals]
+        else:
+            rows = [impl_deferral_json(d) for d in deferrals]
+        return {"max_open": book.max_open, "next_id": book.next_id, "open": sorted(rows, key=_by_id)}
 
     def close(self) -> None:
         self.book = None
