@@ -63,3 +63,20 @@ def test_quick_leaves_out_full_only_sections_and_says_so(tmp_path, monkeypatch, 
     ran.clear()
     assert bench.main(argparse.Namespace(quick=True, only=["slow"], json=None)) == 0
     assert ran == ["fake_bench_slow"]  # named with --only, it runs in its quick form anyway
+
+
+def test_bulk_built_duebook_fixtures_are_the_books_their_schedule_calls_leave(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The 1,000,000-open books are built through Book.restore and the model's dict; this
+    shows, on a small fixture, that both give exactly what scheduling each row gives."""
+    from duespec.bench import duebook
+
+    fixture = duebook.Books(300, 40, seed=3)
+    monkeypatch.setattr(duebook, "BULK", 10**9)
+    scheduled_impl, scheduled_model = fixture.impl_book(), fixture.model_book()
+    monkeypatch.setattr(duebook, "BULK", 1)
+    bulk_impl, bulk_model = fixture.impl_book(), fixture.model_book()
+    assert len(bulk_impl) == 340 and bulk_impl.snapshot() == scheduled_impl.snapshot()
+    assert bulk_model == scheduled_model
+    some_id, owner = fixture.calls["cancel"][0]
+    assert bulk_impl.cancel(some_id, owner) == scheduled_impl.cancel(some_id, owner)
+    assert bulk_impl.claimable(duebook.T_CLAIM, 10) == scheduled_impl.claimable(duebook.T_CLAIM, 10)
