@@ -80,3 +80,16 @@ def test_bulk_built_duebook_fixtures_are_the_books_their_schedule_calls_leave(mo
     some_id, owner = fixture.calls["cancel"][0]
     assert bulk_impl.cancel(some_id, owner) == scheduled_impl.cancel(some_id, owner)
     assert bulk_impl.claimable(duebook.T_CLAIM, 10) == scheduled_impl.claimable(duebook.T_CLAIM, 10)
+
+
+def test_every_catch_up_sample_starts_with_the_models_next_cron_memo_cold() -> None:
+    """A repeat of an outage shorter than the memo would otherwise find every tick there."""
+    from duespec.bench.schedules import ModelTarget, catch_up, model_next_run
+
+    measure = catch_up(ModelTarget, 60)
+    assert measure().count == 60
+    assert measure().count == 60
+    # Only the second run's calls are counted: a memo left warm by the first would answer
+    # all 60 ticks; cold, the run computes them (a hit or so is its own asking again).
+    info = model_next_run.cache_info()
+    assert info.misses >= 60 and info.hits < 60
