@@ -20,6 +20,8 @@ import re
 import stat
 from typing import IO, Any
 
+import orjson
+
 #: Longest line of a JSON Lines trace, newline included.
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: Largest ITF document (one JSON value, so it is parsed whole).
@@ -100,7 +102,18 @@ def read_document(handle: IO[bytes]) -> bytes:
 def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
     """Strict JSON (no NaN or Infinity) within the number and depth limits, or InputError.
 
-    The limits are checked on the text, before the parser builds anything."""
+    The limits are checked on the text, before the parser builds anything. Text that
+    cannot reach them (no more brackets than the depth limit, no run of 19 digits, so no
+    integer orjson would turn into a float) goes to orjson first, several times faster than
+    json; anything orjson refuses (lone surrogate escapes, which json accepts, among them)
+    takes the strict path below, which accepts exactly what it always did and names the
+    problem in its own words."""
+    shape = data.translate(_SHAPE)
+    if shape.count(b"[") <= max_depth and _ORJSON_UNSAFE not in shape:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -130,6 +143,13 @@ def _no_constant(name: str) -> Any:
 
 _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
 _BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+#: The text with every digit as 0, every opening bracket as [ and all else blank: what the
+#: fast path looks at (a bytes search, far cheaper than a regex).
+_SHAPE = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord("[") if c in b"[{" else ord(" ")
+               for c in range(256))
+#: A digit run long enough to reach 2^64, where orjson parses an integer as a float and
+#: json does not.
+_ORJSON_UNSAFE = b"0" * 19
 _LONG_NUMBER = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
 
 
@@ -137,7 +157,10 @@ def text_problem(data: bytes, max_depth: int = MAX_DEPTH) -> str | None:
     """Why JSON text `data` is past the number or nesting limits, or None.
 
     Strings are cut out first (a bracket or digit inside one counts for nothing); then
-    innermost pairs of brackets are removed, one level per pass, all in C."""
+    innermost pairs of brackets are removed, one level per pass, all in C. Text with no
+    more brackets than the limit and no long digit run anywhere passes at once."""
+    if data.count(b"[") + data.count(b"{") <= max_depth and not _LONG_NUMBER.search(data):
+        return None
     outside = _STRING.sub(b'""', data)
     number = _LONG_NUMBER.search(outside)
     if number:

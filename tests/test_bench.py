@@ -38,3 +38,58 @@ def test_goals_fail_and_say_so_in_text_and_json() -> None:
     data = json.loads(json.dumps(figure.as_json()))
     assert data["goal"] == {"op": ">=", "value": 100} and data["passed"] is False
     assert Figure.single("s", "bytes", 79.0, "bytes", goal=Goal("<=", 193)).passed is True
+
+
+def test_quick_leaves_out_full_only_sections_and_says_so(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+    import sys
+    import types
+
+    import duespec.bench as bench
+
+    ran: list[str] = []
+    for name in ("fake_bench_fast", "fake_bench_slow"):
+        module = types.ModuleType(name)
+        module.figures = (lambda n: lambda quick: ran.append(n) or [  # type: ignore[attr-defined]
+            Figure("s", n, 1.0, "x", goal=Goal("<=", 2))])(name)
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(bench, "SECTIONS", ("fake_bench_fast", "fake_bench_slow"))
+    monkeypatch.setattr(bench, "FULL_ONLY", ("fake_bench_slow",))
+    out = tmp_path / "figures.json"
+    assert bench.main(argparse.Namespace(quick=True, only=[], json=str(out))) == 0
+    assert ran == ["fake_bench_fast"]
+    assert "[fake_bench_slow] not in --quick" in capsys.readouterr().out
+    assert json.loads(out.read_text())["left_out"] == ["fake_bench_slow"]
+    ran.clear()
+    assert bench.main(argparse.Namespace(quick=True, only=["slow"], json=None)) == 0
+    assert ran == ["fake_bench_slow"]  # named with --only, it runs in its quick form anyway
+
+
+def test_bulk_built_duebook_fixtures_are_the_books_their_schedule_calls_leave(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The 1,000,000-open books are built through Book.restore and the model's dict; this
+    shows, on a small fixture, that both give exactly what scheduling each row gives."""
+    from duespec.bench import duebook
+
+    fixture = duebook.Books(300, 40, seed=3)
+    monkeypatch.setattr(duebook, "BULK", 10**9)
+    scheduled_impl, scheduled_model = fixture.impl_book(), fixture.model_book()
+    monkeypatch.setattr(duebook, "BULK", 1)
+    bulk_impl, bulk_model = fixture.impl_book(), fixture.model_book()
+    assert len(bulk_impl) == 340 and bulk_impl.snapshot() == scheduled_impl.snapshot()
+    assert bulk_model == scheduled_model
+    some_id, owner = fixture.calls["cancel"][0]
+    assert bulk_impl.cancel(some_id, owner) == scheduled_impl.cancel(some_id, owner)
+    assert bulk_impl.claimable(duebook.T_CLAIM, 10) == scheduled_impl.claimable(duebook.T_CLAIM, 10)
+
+
+def test_every_catch_up_sample_starts_with_the_models_next_cron_memo_cold() -> None:
+    """A repeat of an outage shorter than the memo would otherwise find every tick there."""
+    from duespec.bench.schedules import ModelTarget, catch_up, model_next_run
+
+    measure = catch_up(ModelTarget, 60)
+    assert measure().count == 60
+    assert measure().count == 60
+    # Only the second run's calls are counted: a memo left warm by the first would answer
+    # all 60 ticks; cold, the run computes them (a hit or so is its own asking again).
+    info = model_next_run.cache_info()
+    assert info.misses >= 60 and info.hits < 60

@@ -602,14 +602,20 @@ def test_a_blocking_import_is_bounded_by_timeout(tmp_path: Path) -> None:
 
 def test_an_interrupted_replay_exits_130_and_leaves_no_partial_file(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(
-        "import time\nfrom duespec.systems.duebook import ImplTarget\n"
-        "class Slow(ImplTarget):\n    def step(self, op, args, now):\n        time.sleep(0.5)\n"
+        "import pathlib, time\nfrom duespec.systems.duebook import ImplTarget\n"
+        "class Slow(ImplTarget):\n    def step(self, op, args, now):\n"
+        "        pathlib.Path('stepping').touch()\n        time.sleep(0.5)\n"
         "        return super().step(op, args, now)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     trace = str(ROOT / "traces" / "duebook" / "window_edges.jsonl")
     process = subprocess.Popen([sys.executable, "-m", "duespec", "replay", trace, "--target", "slow:Slow"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    # Interrupt mid-replay, not while a loaded machine is still importing duespec.
+    waited = 0.0
+    while not (tmp_path / "stepping").exists() and waited < 60 and process.poll() is None:
+        time.sleep(0.1)
+        waited += 0.1
+    time.sleep(1)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, (out, err)

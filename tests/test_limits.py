@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duespec import limits, outputs
 from duespec.cli import main as cli
@@ -297,3 +299,27 @@ def test_a_target_header_that_is_not_json_safe_is_refused(tmp_path: Path) -> Non
     with pytest.raises(TraceError, match="header"):
         write_trace(tmp_path / "t.jsonl", TraceHeader("duebook", "seed", {"max_open": 1}, seed="x"), [])  # type: ignore[arg-type]
     assert not list(tmp_path.iterdir())
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES, ascii_only=st.booleans())
+def test_the_fast_reader_reads_exactly_what_the_strict_one_does(value: Any, ascii_only: bool) -> None:
+    """orjson takes the lines it can read exactly; what it reads must be what json reads,
+    integers past 64 bits, -0.0 and lone surrogates (escaped or not) included."""
+    text = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    try:
+        expected: Any = repr(json.loads(text.decode("utf-8")))
+    except UnicodeDecodeError:
+        expected = InputError
+    try:
+        actual: Any = repr(parse_json(text))
+    except InputError:
+        actual = InputError
+    assert actual == expected

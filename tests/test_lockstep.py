@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import pytest
@@ -24,6 +25,16 @@ def test_values_python_calls_equal_are_different_json(a: Any, b: Any) -> None:
                                    {"a": [1, {"b": None}]}])
 def test_a_value_is_the_same_json_as_itself(value: Any) -> None:
     assert same_json(value, value)
+
+
+class Status(enum.IntEnum):
+    OK = 200
+
+
+def test_a_subclass_is_not_the_json_type_it_extends_even_where_bytes_would_agree() -> None:
+    assert not same_json({"status": 200}, {"status": Status.OK})
+    assert not same_json({"open": [{"id": 200}]}, {"open": [{"id": Status.OK}]})
+    assert same_json({"a": 1, "b": [2**70, "\ud800"]}, {"b": [2**70, "\ud800"], "a": 1})
 
 
 def test_state_diff_names_a_type_difference() -> None:

@@ -1,7 +1,7 @@
 """What durability costs the production schedules server: catch-up and tick on a SQLite
 file (WAL) against the same work in memory, alternated.
 
-A year of minutely ticks (30 days in quick mode) is caught up by one schedule.timeout,
+A year of minutely ticks (7 days in quick mode) is caught up by one schedule.timeout,
 then one tick times all its promises out. The in-memory catch-up is set against the
 reference model in the schedules section; here the question is what the file adds.
 Run alone: `python -m duespec.bench.schedules_store [--quick]`."""
@@ -50,7 +50,7 @@ def outage(path: Callable[[], str], minutes: int, part: str) -> Callable[[], Sam
 
 
 def figures(quick: bool) -> list[Figure]:
-    minutes = 30 * 1440 if quick else 365 * 1440
+    minutes = 7 * 1440 if quick else 365 * 1440
     result: list[Figure] = []
     with tempfile.TemporaryDirectory() as folder:
         counter = iter(range(1_000_000))

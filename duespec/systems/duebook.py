@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import unicodedata
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Callable
 
 from hypothesis import strategies as st
@@ -55,6 +56,9 @@ class ModelTarget:
 
     def close(self) -> None:
         self.book = None
+
+
+_by_id = itemgetter("id")
 
 
 def impl_deferral_json(d: Any) -> dict[str, Json]:
@@ -107,6 +111,10 @@ class ImplTarget:
             value = impl_requests.call(self.book, op, args, now)
         except impl.DuebookError as error:
             return {"error": error.code, "message": str(error)}
+        if type(value) is impl.Deferral:
+            # A tuple with read-only fields: no edit of a caller's can land (edit_like_a_caller).
+            id, owner, due_at, expires_at = value
+            return {"ok": {"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}}
         if isinstance(value, list):
             response = {"ok": [impl_deferral_json(d) for d in value]}
         else:
@@ -117,12 +125,13 @@ class ImplTarget:
     def observe(self) -> dict[str, Json]:
         book = self.book
         assert book is not None, "reset() first"
-        return {
-            "max_open": book.max_open,
-            "next_id": book.next_id,
-            "open": sorted((impl_deferral_json(d) for d in book.open_deferrals()),
-                           key=lambda d: d["id"]),
-        }
+        deferrals = list(book.open_deferrals())
+        if all(type(d) is impl.Deferral for d in deferrals):  # tuples: unpacked in C
+            rows = [{"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}
+                    for id, owner, due_at, expires_at in deferrals]
+        else:
+            rows = [impl_deferral_json(d) for d in deferrals]
+        return {"max_open": book.max_open, "next_id": book.next_id, "open": sorted(rows, key=_by_id)}
 
     def close(self) -> None:
         self.book = None

@@ -8,6 +8,7 @@ it arrives with every step, as in the Lean handlers `Req -> now -> M Res`.
 
 from __future__ import annotations
 
+import marshal
 from typing import Any, Callable, Protocol
 
 Json = Any
@@ -53,9 +54,24 @@ def same_json(a: Json, b: Json) -> bool:
     """JSON equality that tells 1 from 1.0 and from true, unlike Python's ==.
 
     A target in another language that answers `"next_id": 2.0` or `true` for `1` is wrong,
-    and the comparison must say so. Python's == (in C) settles the values; a walk then only
-    checks that every value has the same type on both sides, which is the part == misses."""
-    return bool(a == b) and _types_agree(a, b)
+    and the comparison must say so. Python's == (in C) settles the values; then, where
+    marshal writes both sides to the same bytes (it writes each exact type its own way and
+    refuses subclasses), the types agree too, also in C; else (keys in another order, a
+    subclass) a walk checks that every value has the same type on both sides, which is
+    the part == misses."""
+    if not a == b:
+        return False
+    try:
+        if marshal.dumps(a, _MARSHAL_VERSION) == marshal.dumps(b, _MARSHAL_VERSION):
+            return True
+    except ValueError:  # a subclass, or nested past marshal's depth
+        pass
+    return _types_agree(a, b)
+
+
+#: The newest marshal format without back-references: equal values are written alike
+#: whether or not they are the same objects.
+_MARSHAL_VERSION = 2
 
 
 def _types_agree(a: Json, b: Json) -> bool:

@@ -27,6 +27,7 @@ FORMAT_VERSION = 1
 _REQUIRED_STEP_KEYS = ("i", "op", "args", "now")
 _OPTIONAL_STEP_KEYS = ("result", "state")
 _STEP_KEYS = frozenset(_REQUIRED_STEP_KEYS + _OPTIONAL_STEP_KEYS)
+_A_DICT: dict[str, Json] = {}
 _HEADER_KEYS = ("duespec_trace", "system", "profile", "config", "seed", "producer", "created")
 
 
@@ -94,6 +95,11 @@ class TraceHeader:
 
 def check_step(step: Json, expected_i: int, where: str, line: int | None) -> dict[str, Json]:
     """Validate one step object against the format; return it unchanged."""
+    if (type(step) is dict and _STEP_KEYS.issuperset(step) and type(step.get("i")) is int
+            and step["i"] == expected_i and type(step.get("op")) is str and "args" in step
+            and "now" in step and type(step.get("result", _A_DICT)) is dict
+            and type(step.get("state", _A_DICT)) is dict):
+        return step  # the usual well-formed step, checked in a few C calls
     def fail(problem: str) -> TraceError:
         return TraceError(where, line, f"step: {problem}")
 

@@ -287,6 +287,21 @@ class _Replay:
     def take(self, step: dict[str, Json]) -> None:
         op, args, now = step["op"], step["args"], step["now"]
         recorded = step.get("result")
+        if recorded is not None and self.oracle is None:
+            # The usual step of a recorded trace: the target's answer against the record,
+            # with no closure or model in between.
+            try:
+                actual = self.subject.step(op, args, now)
+            except Exception as error:
+                raise self._failure(error, step, "the target raised") from None
+            if not _responses_agree(recorded, actual):
+                raise self.response_divergence(step, recorded, actual)
+            counts = self.counts
+            counts.responses_compared += 1
+            counts.recorded_results += 1
+            if self.implied is not None:
+                self.implied.apply(op, args, recorded)
+            return
         if recorded is None and self.oracle is None and not self.model_is_subject:
             self.oracle = self.model_through(step["i"] - 1)
         expected = recorded
@@ -318,7 +333,7 @@ class _Replay:
         if want is None:
             return
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
-        if not _same_state(want, have):
+        if not same_json(want, have):
             raise _StateDiffers(step, describe_divergence(step, "state", want, have,
                                                           exchange=getattr(self.subject, "last_exchange", None)))
         self._agreed(step, want)
@@ -419,17 +434,23 @@ class _Replay:
     def _attempt(self, action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
         try:
             return action()
-        except LimitExceeded:
-            raise
-        except TargetError as error:
+        except Exception as error:
+            raise self._failure(error, step, what) from None
+
+    @staticmethod
+    def _failure(error: Exception, step: dict[str, Json] | None, what: str) -> Exception:
+        """What a call that raised `error` means: a limit stays a limit, an unusable target
+        is a usage error, and anything else (a crash too) is a finding at this step."""
+        if isinstance(error, LimitExceeded):
+            return error
+        if isinstance(error, TargetError):
             if error.unusable:
-                raise UsageError(f"target unusable: {error}") from None
+                return UsageError(f"target unusable: {error}")
             where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
-            raise _Diverged(step or {"i": -1}, f"{where}\n  {error}") from None
-        except Exception as error:  # a crash is a finding, reported like a divergence
-            where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
-                     f"at now={step['now']}") if step else "before the first step"
-            raise _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}") from None
+            return _Diverged(step or {"i": -1}, f"{where}\n  {error}")
+        where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
+                 f"at now={step['now']}") if step else "before the first step"
+        return _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}")
 
 
 def _named(error: BaseException) -> str:
@@ -437,9 +458,9 @@ def _named(error: BaseException) -> str:
 
 
 def _responses_agree(expected: Json, actual: Json) -> bool:
-    """responses_agree, with a shortcut for the usual case: equal under == and with the same
-    repr (so no 1 that is 1.0 or True), they agree without a walk in Python."""
-    if expected == actual and repr(expected) == repr(actual):
+    """responses_agree, with a shortcut for the usual case: equal and of the same types
+    (same_json, in C for JSON-shaped values), they agree with no copy made."""
+    if same_json(expected, actual):
         return True
     error = expected.get("error") if type(expected) is dict and len(expected) == 1 else None
     if (type(error) is str and type(actual) is dict and type(actual.get("error")) is str
@@ -449,11 +470,6 @@ def _responses_agree(expected: Json, actual: Json) -> bool:
 
 
 _ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
-
-
-def _same_state(want: Json, have: Json) -> bool:
-    """same_json, with the same shortcut: unequal under == is unequal under same_json too."""
-    return want == have and (repr(want) == repr(have) or same_json(want, have))
 
 
 def _indent(text: str) -> str:
