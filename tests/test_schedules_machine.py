@@ -147,3 +147,22 @@ def test_the_coverage_report_gives_each_profile_its_reasons() -> None:
     assert wrong.reached_out_of_reach == ["ENV-01.lease", "TO-04"]
     assert "(a wrong reason): ENV-01.lease, TO-04" in wrong.render()
     assert coverage_report(SYSTEM, "lean", Counter({"C-02.next_fire": 1})).unknown == []
+
+
+@pytest.mark.parametrize("profile", SYSTEM.profiles)
+def test_every_requirement_is_required_or_has_a_reason_in_every_profile(profile: str) -> None:
+    """A requirement a profile's campaign leaves unreached is either a failure of the test
+    above (one of its tags is required there) or printed with its reason: none is unexplained."""
+    from duespec.campaigns.report import catalogue_ids, catalogue_text, requirement_of
+
+    ids = catalogue_ids(catalogue_text(SYSTEM.catalogue))
+    required = {requirement_of(tag) for tag in SYSTEM.required_in(profile)}
+    reasons = SYSTEM.reasons_in(profile)
+    assert [id for id in ids if id not in required and id not in reasons] == []
+    assert required.isdisjoint(reasons), "a requirement both required and excused"
+    # every excuse names a requirement of the catalogue, a profile that exists, and a real reason
+    assert set(SYSTEM.out_of_reach) <= set(SYSTEM.profiles)
+    for key, why in SYSTEM.out_of_reach.get(profile, {}).items():
+        assert requirement_of(key) in ids and len(why) > 40, key
+    for tag in SYSTEM.excused_tags_in(profile):
+        assert tag in SYSTEM.required_tags and tag not in SYSTEM.required_in(profile), tag
