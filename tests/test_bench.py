@@ -38,3 +38,16 @@ def test_goals_fail_and_say_so_in_text_and_json() -> None:
     data = json.loads(json.dumps(figure.as_json()))
     assert data["goal"] == {"op": ">=", "value": 100} and data["passed"] is False
     assert Figure.single("s", "bytes", 79.0, "bytes", goal=Goal("<=", 193)).passed is True
+
+
+def test_the_whole_surface_section_prints_its_steps_per_second(monkeypatch) -> None:
+    """The section's figure renders (it once passed its baseline where the range goes)."""
+    from duespec.bench import schedules_surface
+
+    monkeypatch.setattr(schedules_surface, "campaign",
+                        lambda target, examples: (1234.5, 1000, {"T-03": 40, "P-01": 9}))
+    [figure] = schedules_surface.figures(quick=True)
+    text = figure.render()
+    assert "lockstep steps/s, model vs impl (CPU)" in text and "1,234 steps/s" in text
+    assert "vs model vs model on the same seed: 1,234 steps/s" in text
+    assert json.loads(json.dumps(figure.as_json()))["extra"] == {"model_vs_model": 1234.5}
