@@ -562,10 +562,10 @@ class SchedulesMachine(LockstepMachine):
         elif story == "get_a_schedule":
             ids = [s["id"] for s in self.schedules()] or list(SCHEDULE_IDS)
             self.act("schedule.get", {"id": ids[pick % len(ids)]})
-        elif story == "a_page_of_schedules":  # one of two or more (hourly, `?` for any day)
+        elif story == "a_page_of_schedules":  # one of two or more (yearly, `?` for any weekday)
             taken = {s["id"] for s in self.schedules()}
             for id in [id for id in SCHEDULE_IDS if id not in taken][:max(0, 2 - len(taken))]:
-                self.act("schedule.create", {"id": id, "cron": "0 * ? * *", "promiseId": TEMPLATES[0],
+                self.act("schedule.create", {"id": id, "cron": "0 0 1 1 ?", "promiseId": TEMPLATES[0],
                                              "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
                                              "promiseTags": TARGET})
             self.act("schedule.search", {"limit": 1})
