@@ -18,7 +18,7 @@ import re
 import sys
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -198,7 +198,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
-                with with_reporter(_quiet), without_local_constants():
+                with with_reporter(_quiet), (without_local_constants() if system.seeded_draws_only
+                                             else nullcontext()):
                     run_state_machine_as_test(machine, settings=run_settings)
                 break
             except Unsatisfiable:

@@ -44,6 +44,11 @@ class System:
     #: Other catalogues whose IDs the model's tags may carry (the schedules model tags the
     #: cron dialect's C-02/C-08): known IDs, though not this system's requirements.
     tag_catalogues: tuple[str, ...] = ()
+    #: Draw without Hypothesis's pool of constants read from local source files, so that a
+    #: seed draws the same runs in `duespec check` as in a test, whatever else is loaded
+    #: (duespec.campaigns.run.without_local_constants). Off for duebook, whose mutation and
+    #: divergence-class tests were tuned with the pool.
+    seeded_draws_only: bool = False
     #: profile -> {requirement ID or tag: why that profile's campaigns cannot reach it}. An ID
     #: puts the whole requirement out of the profile's reach, a tag ("ENV-01.lease") one
     #: branch; a required tag out of a profile's reach is not required in that profile.

@@ -976,4 +976,5 @@ SYSTEM = System(
     optional_args={"schedule.search": ("tags", "limit", "cursor")},
     out_of_reach=OUT_OF_REACH,
     tag_catalogues=("cron.md",),
+    seeded_draws_only=True,
 )
