@@ -93,3 +93,18 @@ def test_every_catch_up_sample_starts_with_the_models_next_cron_memo_cold() -> N
     # all 60 ticks; cold, the run computes them (a hit or so is its own asking again).
     info = model_next_run.cache_info()
     assert info.misses >= 60 and info.hits < 60
+
+
+def test_the_whole_surface_section_prints_its_steps_per_second(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The section's figure renders (it once passed its baseline where the range goes)."""
+    from duespec.bench import Sample, schedules_surface
+
+    def campaign(target, examples, handlers):  # type: ignore[no-untyped-def]
+        handlers.update({"T-03": 40, "P-01": 9})
+        return lambda: Sample(cpu=1.0, wall=1.0, count=1234)
+
+    monkeypatch.setattr(schedules_surface, "campaign", campaign)
+    [figure] = schedules_surface.figures(quick=True)
+    text = figure.render()
+    assert "lockstep steps/s, model vs impl" in text and "1,234 steps/s" in text
+    assert "model vs model on the same seed: 1,234 steps/s" in text

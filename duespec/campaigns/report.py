@@ -5,7 +5,10 @@ branch it takes (`duespec.coverage.reached("D-09.not_due")`); this report groups
 tags by requirement ID, counts them, and sets them against the requirement catalogue
 (duespec/spec/<catalogue>.md) to list the requirements no step ever reached. Some
 requirements are checked by proofs or unit tests rather than by any branch of the model,
-so "never reached" is a list to read, not a failure; missing `required_tags` are a failure.
+and some belong to another profile (System.unreached_reasons, System.out_of_reach): each
+never-reached requirement is listed with its reason, and one without is named as a gap.
+Missing required tags (System.required_in: those the profile can reach) are a failure of
+the machine's tests, not of a campaign against a target.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -55,15 +59,25 @@ class CoverageReport:
     reached: dict[str, dict[str, int]]
     #: Catalogue IDs no step reached, in catalogue order.
     never_reached: list[str]
-    #: Required tags (System.required_tags) the campaign did not reach.
+    #: Required tags this profile can reach (System.required_in) the campaign did not reach.
     missing_required: list[str]
     #: Tags whose ID the catalogue does not define (a typo in the model, or a stale catalogue).
     unknown: list[str]
     catalogue_size: int
     #: Why the catalogue could not be read, if it could not (then nothing is "never reached").
     catalogue_problem: str | None = None
-    #: Never-reached ID -> why the machine cannot reach it (System.unreached_reasons).
+    #: Never-reached ID -> why the machine cannot reach it in this profile (System.reasons_in).
     reasons: dict[str, str] = field(default_factory=dict)
+    #: Branch tags out of this profile's reach that were not reached -> why (System.out_of_reach).
+    excused_tags: dict[str, str] = field(default_factory=dict)
+    #: IDs or tags declared out of this profile's reach (or out of every profile's) that a
+    #: step reached: their reason is wrong.
+    reached_out_of_reach: list[str] = field(default_factory=list)
+
+    @property
+    def unexplained(self) -> list[str]:
+        """Never-reached IDs with no reason: a gap in the machine or in its reasons."""
+        return [id for id in self.never_reached if id not in self.reasons]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +87,9 @@ class CoverageReport:
             "missing_required_tags": self.missing_required, "unknown_tags": self.unknown,
             "catalogue_problem": self.catalogue_problem,
             "never_reached_reasons": {id: self.reasons[id] for id in self.never_reached if id in self.reasons},
+            "never_reached_without_reason": self.unexplained,
+            "tags_out_of_reach": self.excused_tags,
+            "reached_though_out_of_reach": self.reached_out_of_reach,
         }
 
     def render(self) -> str:
@@ -85,19 +102,29 @@ class CoverageReport:
             branches = ", ".join(f"{tag.split('.', 1)[1] if '.' in tag else tag} {count:,}"
                                  for tag, count in tags.items())
             lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  {branches}")
-        if self.never_reached:
-            explained = [id for id in self.never_reached if id in self.reasons]
-            others = [id for id in self.never_reached if id not in self.reasons]
-            for id in explained:
+        for id in self.never_reached:
+            if id in self.reasons:
                 lines.append(f"  never reached: {id}, by design: {self.reasons[id]}")
-            if others:
-                lines.append("  never reached: " + ", ".join(others)
-                             + " (checked elsewhere, or not by this machine)")
+        for reason, tags in _grouped_by_reason(self.excused_tags).items():
+            lines.append(f"  branches out of [{self.profile}]'s reach: {', '.join(tags)}: {reason}")
+        if self.unexplained:
+            lines.append("  never reached, WITHOUT A REASON: " + ", ".join(self.unexplained)
+                         + " (the machine should reach them, or the system say why it cannot)")
+        if self.reached_out_of_reach:
+            lines.append("  reached although declared out of this profile's reach (a wrong reason): "
+                         + ", ".join(self.reached_out_of_reach))
         if self.missing_required:
             lines.append("  required tags not reached (a default campaign must reach them): " + ", ".join(self.missing_required))
         if self.unknown:
             lines.append("  tags with an ID the catalogue does not define: " + ", ".join(self.unknown))
         return "\n".join(lines)
+
+
+def _grouped_by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for key, reason in sorted(reasons.items()):
+        grouped.setdefault(reason, []).append(key)
+    return grouped
 
 
 def coverage_report(system: System, profile: str, coverage: Counter[str]) -> CoverageReport:
@@ -107,16 +134,23 @@ def coverage_report(system: System, profile: str, coverage: Counter[str]) -> Cov
     except OSError as error:
         ids, problem = [], f"{system.catalogue}: {error.strerror or error}"
     known = set(ids)
+    for name in system.tag_catalogues:
+        with suppress(OSError):  # then its tags show as unknown: a visible sign
+            known.update(catalogue_ids(catalogue_text(name)))
     grouped: dict[str, dict[str, int]] = {}
     order = {requirement: index for index, requirement in enumerate(ids)}
     for tag in sorted(coverage, key=lambda t: (order.get(requirement_of(t), len(order)), t)):
         grouped.setdefault(requirement_of(tag), {})[tag] = coverage[tag]
+    declared = [*system.unreached_reasons, *system.out_of_reach.get(profile, {})]
     return CoverageReport(
         system=system.name, profile=profile, catalogue=system.catalogue, reached=grouped,
         never_reached=[requirement for requirement in ids if requirement not in grouped],
-        missing_required=sorted(tag for tag in system.required_tags if not coverage[tag]),
+        missing_required=sorted(tag for tag in system.required_in(profile) if not coverage[tag]),
         unknown=sorted(tag for tag in coverage if requirement_of(tag) not in known) if ids else [],
-        catalogue_size=len(ids), catalogue_problem=problem, reasons=dict(system.unreached_reasons),
+        catalogue_size=len(ids), catalogue_problem=problem, reasons=system.reasons_in(profile),
+        excused_tags={tag: why for tag, why in system.excused_tags_in(profile).items() if not coverage[tag]},
+        reached_out_of_reach=sorted(key for key in declared
+                                    if (coverage[key] if "." in key else key in grouped)),
     )
 
 

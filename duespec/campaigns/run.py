@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import os
 import re
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
@@ -194,7 +197,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             counted["failed_runs"] = 0
             hypothesis_seed(seed)(machine)
             try:
-                with with_reporter(_quiet):  # the report is ours; Hypothesis's would repeat it
+                # the report is ours; Hypothesis's would repeat it
+                with with_reporter(_quiet), (without_local_constants() if system.seeded_draws_only
+                                             else nullcontext()):
                     run_state_machine_as_test(machine, settings=run_settings)
                 break
             except Unsatisfiable:
@@ -234,6 +239,29 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
 
 def _quiet(text: object) -> None:
     """Hypothesis's reporter, silenced."""
+
+
+@contextmanager
+def without_local_constants() -> Iterator[None]:
+    """Keep the campaign's draws a function of its seed and the machine alone.
+
+    Hypothesis (6.131 and later) mixes into its draws the literals of every "local" module
+    loaded so far, which for an editable install is all of duespec: a seeded campaign then
+    draws differently from `duespec check` and from a test (which load different modules),
+    and after any edit anywhere, so what it reaches and finds changes. An empty pool of
+    local constants (Hypothesis's own global ones stay) removes that; an older Hypothesis
+    has no pool to empty."""
+    providers = importlib.import_module("hypothesis.internal.conjecture.providers")
+    if not all(hasattr(providers, name) for name in ("_get_local_constants", "Constants", "CONSTANTS_CACHE")):
+        yield
+        return
+    empty = providers.Constants()
+    with patch.object(providers, "_get_local_constants", lambda: empty):
+        providers.CONSTANTS_CACHE.cache.clear()
+        try:
+            yield
+        finally:
+            providers.CONSTANTS_CACHE.cache.clear()
 
 
 def _finding(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,

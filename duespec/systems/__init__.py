@@ -29,7 +29,8 @@ class System:
     operations: dict[str, tuple[str, ...]]
     #: Top-level keys of the observable state, as docs/operations.md lists them.
     state_keys: tuple[str, ...]
-    #: Coverage tags every default campaign must reach (a test fails if one is missed).
+    #: Coverage tags a default campaign must reach in every profile that can (see
+    #: required_in; a test fails if one is missed).
     required_tags: frozenset[str] = field(default_factory=frozenset)
     #: Arguments an op may leave out (docs/operations.md marks them `?`).
     optional_args: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -37,8 +38,37 @@ class System:
     #: every state change shows in some response (replay then needs no model to know
     #: the state a trace with recorded results must leave).
     implied_state: Callable[[dict[str, Any]], ImpliedState] | None = None
-    #: Requirement ID -> why this machine's campaigns do not reach it (and what checks it).
+    #: Requirement ID -> why no campaign of this machine reaches it, in any profile (and what
+    #: checks it instead).
     unreached_reasons: dict[str, str] = field(default_factory=dict)
+    #: Other catalogues whose IDs the model's tags may carry (the schedules model tags the
+    #: cron dialect's C-02/C-08): known IDs, though not this system's requirements.
+    tag_catalogues: tuple[str, ...] = ()
+    #: Draw without Hypothesis's pool of constants read from local source files, so that a
+    #: seed draws the same runs in `duespec check` as in a test, whatever else is loaded
+    #: (duespec.campaigns.run.without_local_constants). Off for duebook, whose mutation and
+    #: divergence-class tests were tuned with the pool.
+    seeded_draws_only: bool = False
+    #: profile -> {requirement ID or tag: why that profile's campaigns cannot reach it}. An ID
+    #: puts the whole requirement out of the profile's reach, a tag ("ENV-01.lease") one
+    #: branch; a required tag out of a profile's reach is not required in that profile.
+    out_of_reach: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def reasons_in(self, profile: str) -> dict[str, str]:
+        """Requirement ID -> why a campaign in `profile` does not reach it."""
+        return {**self.unreached_reasons,
+                **{key: why for key, why in self.out_of_reach.get(profile, {}).items() if "." not in key}}
+
+    def excused_tags_in(self, profile: str) -> dict[str, str]:
+        """Tag -> why a campaign in `profile` cannot take that branch (of a requirement it
+        otherwise reaches)."""
+        return {key: why for key, why in self.out_of_reach.get(profile, {}).items() if "." in key}
+
+    def required_in(self, profile: str) -> frozenset[str]:
+        """The required tags a default campaign in `profile` must reach: those it can."""
+        out = self.out_of_reach.get(profile, {})
+        return frozenset(tag for tag in self.required_tags
+                         if tag not in out and tag.split(".", 1)[0] not in out)
 
 
 class ImpliedState(Protocol):

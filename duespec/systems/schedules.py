@@ -149,6 +149,8 @@ STARTS = (
     253_370_678_400_000,                     # 9998-12-31T00:00:00Z: the last year rollover
     MAX_TIME - 3 * 60_000 + 1,               # 9999-12-31T23:57:00Z: the end of time
 )
+LAST_YEAR_ROLLOVER, LAST_YEAR = 253_370_678_400_000, 253_370_764_800_000  # 9998-12-31, 9999-01-01
+SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_schedules", "end_of_time")
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
 #: Near misses of the ids above and of each other: a store that folds case, trims,
@@ -209,7 +211,8 @@ VALUE_SPACE: dict[str, str] = {
               "or left out",
     "now": "starts at a minute, month, year or century edge (2000, 2025, 2028, 2099-2100), "
            "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days, to 1 ms "
-           "before/at/after a tick and to 00:00 on the 28th of a month up to 13 months on; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
+           "before/at/after a tick and to 00:00 on the 28th of a month up to 13 months on, and a run "
+           "with no schedule may leap to 9998-12-31; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
            "the clock as a float or a numeric string",
     "schedule id": f"{list(SCHEDULE_IDS)}, near misses {list(NEAR_MISS_IDS)}; invalid "
                    f"{list(INVALID_SCHEDULE_IDS)}",
@@ -312,7 +315,7 @@ TTLS = (0, 1000, MINUTE, HOUR)
 SETTLE_STATES = ("resolved", "rejected", "rejected_canceled")
 TASK_STORIES = ("lease_lapses", "resumed_by_settle", "resumed_by_timeout", "resume_buffered",
                 "fulfil_resumes_another", "stale_worker", "halt_twice_then_continue",
-                "fence_then_create_on_untargeted")
+                "fence_then_create_on_untargeted", "fulfilled_before_its_resume")
 #: One malformed request per op, and the two searches (501 whatever the args).
 ODD_TASK_REQUESTS = (
     ("promise.settle", {"id": "t1", "state": "pending", "value": PARAMS[0]}),
@@ -574,6 +577,48 @@ class SchedulesMachine(LockstepMachine):
     def tick(self) -> None:
         self.act("tick", {})
 
+    @rule(story=st.sampled_from(SCHEDULE_STORIES), pick=st.integers(0, 9))
+    def schedule_story(self, story: str, pick: int) -> None:
+        """Paths a random walk rarely finds in 50 steps: a timeout for a schedule that is not
+        there (deleted, or never created); a get of one that is; a search page with more
+        after it; near the end of time, a schedule whose next occurrence would lie past
+        MAX_TIME fired (nextRunAt = NEVER)."""
+        if story == "timeout_for_no_schedule":
+            gone = [id for id in self.deleted if id not in {s["id"] for s in self.schedules()}]
+            self.act("schedule.timeout", {"id": gone[pick % len(gone)] if gone else NEAR_MISS_IDS[-1]})
+        elif story == "get_a_schedule":
+            ids = [s["id"] for s in self.schedules()] or list(SCHEDULE_IDS)
+            self.act("schedule.get", {"id": ids[pick % len(ids)]})
+        elif story == "a_page_of_schedules":  # one of two or more (yearly, `?` for any weekday)
+            taken = {s["id"] for s in self.schedules()}
+            for id in [id for id in SCHEDULE_IDS if id not in taken][:max(0, 2 - len(taken))]:
+                self.act("schedule.create", {"id": id, "cron": "0 0 1 1 ?", "promiseId": TEMPLATES[0],
+                                             "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
+                                             "promiseTags": TARGET})
+            self.act("schedule.search", {"limit": 1})
+        else:  # the end of time: a run with no schedule may jump there
+            if self.now < LAST_YEAR_ROLLOVER and not self.schedules():
+                self.move_clock(LAST_YEAR_ROLLOVER)
+            if self.now < LAST_YEAR_ROLLOVER:
+                return
+            id = SCHEDULE_IDS[pick % len(SCHEDULE_IDS)]
+            self.act("schedule.create", {
+                "id": id, "cron": "@yearly" if self.now < LAST_YEAR else "59 23 31 12 *",
+                "promiseId": TEMPLATES[0], "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
+                "promiseTags": TARGET})
+            mine = [s for s in self.schedules() if s["id"] == id]
+            if mine and mine[0]["nextRunAt"] <= MAX_TIME:
+                self.move_clock(mine[0]["nextRunAt"])
+                self.act("tick", {})
+
+    @rule(pick=st.integers(0, 9))
+    def settle_overdue(self, pick: int) -> None:
+        """A settle of a promise still pending a moment past its timeout (read as timed out)."""
+        id = f"{AWAITED_ID}.overdue.{pick}"
+        self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0], "tags": {}})
+        self.move_clock(self.now + 1)
+        self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[1]})
+
     # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
     # state machine. Targets are drawn from the oracle's state most of the time (the
     # current holder at its version, a pending promise, a suspended task's awaited) so
@@ -725,7 +770,8 @@ class SchedulesMachine(LockstepMachine):
         another worker): a lease renewed, then lapsing; a suspended task resumed by a
         settle or by a timer's timeout; a busy task's resume buffered; a listener unblocked
         by a timeout; a holder's fulfil resuming another task; a stale worker fenced out;
-        halt twice then continue; task.create taking a pending task or refused."""
+        halt twice then continue; task.create taking a pending task or refused; a resume
+        that finds its task fulfilled."""
         t = self.holder(pick)
         id, version = t["id"], t["version"]
         if story == "lease_lapses" or pick % 2:
@@ -773,6 +819,20 @@ class SchedulesMachine(LockstepMachine):
             self.act("task.halt", {"id": id})
             self.act("task.halt", {"id": id})
             self.act("task.continue", {"id": id})
+        elif story == "fulfilled_before_its_resume":
+            # the holder awaits a promise, settles another by fence, and is fulfilled before
+            # the awaited one settles: that resume finds its task fulfilled
+            awaited, fenced = f"{AWAITED_ID}.{pick}", f"{AWAITED_ID}.{pick}.fenced"
+            self.act("task.get", {"id": id})
+            for promise in (awaited, fenced):
+                self.act("promise.create", {"id": promise, "timeoutAt": self.now + HOUR, "param": PARAMS[0],
+                                            "tags": {}})
+            self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
+            self.act("task.fence", {"id": id, "version": version, "action": {
+                "kind": "settle", "id": fenced, "state": "resolved", "value": PARAMS[1]}})
+            self.act("task.fulfill", {"id": id, "version": version,
+                                      "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
+            self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
         else:  # fence_then_create_on_untargeted
             self.act("task.fence", {"id": id, "version": version, "action": {
                 "kind": "create", "id": f"{id}.child", "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
@@ -794,9 +854,8 @@ class SchedulesMachine(LockstepMachine):
                 raise AssertionError(f"{holds.__name__} broken: {(holds.__doc__ or '').splitlines()[0]}")
 
 
-#: Branches every default campaign reaches in both profiles (checked by
-#: tests/test_schedules_machine.py). Not required: X-04 (the end of time: unit-tested),
-#: X-05's tags (one per profile).
+#: Branches a default campaign reaches in every profile that can take them (checked by
+#: tests/test_schedules_machine.py; OUT_OF_REACH says which a profile cannot take, and why).
 REQUIRED_TAGS = frozenset({
     "S-01.absent", "S-01.found",
     "S-02.created", "S-02.exists", "S-02.invalid",
@@ -811,6 +870,12 @@ REQUIRED_TAGS = frozenset({
     "TO-03.absent", "TO-03.fired",
     "ENV-01.promise", "ENV-01.schedule", "ENV-01.idle", "ENV-01.invalid",
     "X-01.first_after_now", "X-01.next_after_cron_time", "X-02.expanded", "X-03.unknown_op",
+    "X-04.end_of_time",
+    # the readings of the spec: each profile's own branches (the others' are out of its reach)
+    "X-05.lean_now_is_cron_time", "X-05.server_now_is_firing_time", "S-04.not_implemented",
+    "DEP-01.missing_target", "DEP-02.one_occurrence", "DEP-02.still_owed",
+    "DEP-03.pending", "DEP-03.expired_at_firing", "DEP-03.exists",
+    "DEP-04.page_with_more", "DEP-04.last_page",
     # every property checked on a step where it says something (not vacuously)
     "SP-01.fired", "SP-02.tick", "SP-03.duplicate", "SP-03.new", "SP-04.delete",
     "SP-05.missing_schedule_fired", "SP-06.fired", "SP-07.refired", "SP-08.expired_at_creation",
@@ -854,6 +919,44 @@ REQUIRED_TAGS = frozenset({
     "SR-04.odd_now",
 })
 
+#: Why a profile's campaigns cannot reach a requirement (an ID) or one of its branches (a
+#: tag): each a fact of the model, which the report prints beside the requirement and the
+#: machine test checks against a default campaign (nothing listed here is ever reached).
+_DEPLOYED_ONLY = ("the deployed server's reading (spec/schedules.md, the deployed reading), "
+                  "which profile {profile} does not take: there {lean}; the deployed campaign "
+                  "and tests/test_schedules_deployed.py check it")
+_LEAN_AND_SERVER_READINGS = {
+    "DEP-01": "any promiseTags are accepted (S-02)",
+    "DEP-02": "tick and a schedule timeout create every owed occurrence at once (TO-02, ENV-01)",
+    "DEP-03": "an occurrence is created by P-02 at the now of X-05",
+    "DEP-04": "schedule.search is 501 (S-04)",
+}
+_DEPLOYED_TICK = ("profile deployed's tick is one pass of the due promise and schedule "
+                  "timeouts (DEP-02) and fires no task timeout (docs/operations.md tick; "
+                  "spec/schedules.md, deviations of deployed), and no op fires a single task "
+                  "timeout, so {what} in this profile; the lean and server campaigns reach {it}")
+OUT_OF_REACH: dict[str, dict[str, str]] = {
+    **{profile: {
+        **{id: _DEPLOYED_ONLY.format(profile=profile, lean=lean)
+           for id, lean in _LEAN_AND_SERVER_READINGS.items()},
+        other: f"profile {other_profile}'s reading of X-05; profile {profile} creates each "
+               f"occurrence at {now} (spec/schedules.md X-05)",
+    } for profile, other, other_profile, now in (
+        ("lean", "X-05.server_now_is_firing_time", "server", "now = cronTime"),
+        ("server", "X-05.lean_now_is_cron_time", "lean", "the firing time"))},
+    "deployed": {
+        "TO-04": _DEPLOYED_TICK.format(what="onTaskRetryTimeout never runs", it="it"),
+        "TO-05": _DEPLOYED_TICK.format(what="onTaskLeaseTimeout never runs", it="it"),
+        **dict.fromkeys(("ENV-01.retry", "ENV-01.lease"), _DEPLOYED_TICK.format(
+            what="tick fires neither a retry nor a lease timeout", it="both")),
+        "X-05": "profile deployed replaces both readings of X-05 by the deployed server's "
+                "DEP-03 (created at cronTime, expiry judged at the firing time), so catch-up "
+                "never takes X-05's branches; the lean and server campaigns reach them",
+        "S-04.not_implemented": "profile deployed answers schedule.search as the deployed "
+                                "server does (DEP-04), never 501",
+    },
+}
+
 #: Argument names of each op, exactly as docs/operations.md lists them.
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "schedule.create": ("id", "cron", "promiseId", "promiseTimeout", "promiseParam", "promiseTags"),
@@ -895,8 +998,7 @@ SYSTEM = System(
                 "scheduleTimeouts", "outbox"),
     required_tags=REQUIRED_TAGS,
     optional_args={"schedule.search": ("tags", "limit", "cursor")},
-    unreached_reasons={
-        "X-04": "the end of time (an occurrence past MAX_TIME, year 9999) is years of ticks away from "
-                "the machine's clock; tests/test_schedules_model.py and test_schedules_impl.py check it",
-    },
+    out_of_reach=OUT_OF_REACH,
+    tag_catalogues=("cron.md",),
+    seeded_draws_only=True,
 )
