@@ -252,7 +252,16 @@ def integer(value: Any, low: int = INT64_MIN) -> int:
     return value
 
 
-def step(book: Book, op: str, args: dict[str, Any], now: Any) -> dict[str, Any]:
+#: spec/duebook.md D-27: each op's exact argument names.
+ARGUMENTS = {"schedule": {"owner", "delay", "ttl"}, "claim": {"id"}, "cancel": {"id", "caller"},
+             "expire": {"id"}, "get": {"id"}, "claimable": {"limit"}, "expirable": {"limit"}}
+
+
+def step(book: Book, op: Any, args: Any, now: Any) -> dict[str, Any]:
+    if not isinstance(op, str) or op not in ARGUMENTS:
+        return {"error": "invalid", "message": f"unknown op {op!r}"}
+    if not isinstance(args, dict) or set(args) != ARGUMENTS[op]:
+        return {"error": "invalid", "message": f"{op} takes {sorted(ARGUMENTS[op])}"}
     try:
         if op == "schedule":
             value = book.schedule(args["owner"], args["delay"], args["ttl"], now)
@@ -268,8 +277,6 @@ def step(book: Book, op: str, args: dict[str, Any], now: Any) -> dict[str, Any]:
             value = book.claimable(now, args["limit"])
         elif op == "expirable":
             value = book.expirable(now, args["limit"])
-        else:
-            raise KeyError(op)
     except Invalid:
         return {"error": "invalid"}
     if isinstance(value, str):

@@ -681,8 +681,10 @@ class DuebookMachine(LockstepMachine):
     def send_a_malformed_request(self, pick: int) -> None:
         """D-27: one request only JSON can send (an unknown op, an argument missing, extra
         or misnamed), chosen by `pick`: `invalid`, and nothing changes. Sent once per run
-        with no draw of its own, so the campaign's other draws stay as they were."""
-        op, args = MALFORMED_REQUESTS[pick % len(MALFORMED_REQUESTS)]
+        with no draw of its own, so the campaign's other draws stay as they were. A request
+        naming an op left out of the campaign (--skip-ops) is not sent: it would end the run."""
+        sendable = [(op, args) for op, args in MALFORMED_REQUESTS if op not in self.excluded_ops]
+        op, args = sendable[pick % len(sendable)]
         self.act(op, args)  # type: ignore[arg-type]
 
     @rule(to=JUMPS)

@@ -757,8 +757,8 @@ class SchedulesMachine(LockstepMachine):
             busy = {t["id"] for t in self.tasks("pending", "acquired", "halted")}
             awaiters = ([p["id"] for p in self.state["promises"] if p["id"] in busy] if other % 2 else []) or \
                 [p["id"] for p in self.state["promises"] if "resonate:target" in p["tags"]]
-            awaiter = awaiters[other % len(awaiters)] if awaiters and other % 6 else \
-                ("absent" if other % 4 else self.pick_promise(other, "absent"))
+            awaiter = awaiters[other % len(awaiters)] if awaiters and other % 3 else \
+                ("absent" if other % 2 else self.pick_promise(other, "absent"))
             self.act(op, {"awaited": self.pick_promise(pick, "absent", pending=live), "awaiter": awaiter})
         else:
             self.act(op, {"awaited": self.pick_promise(pick, "absent", pending=live), "address": address})
