@@ -3,22 +3,24 @@
 Same behaviour and error precedence as the reference model (spec/duebook.md,
 docs/operations.md); built for size and speed instead of obviousness:
 
-- Open deferrals live in an open-addressing table of parallel int64 arrays (plus a list
-  of owners) keyed by id. Ids are handed out one after another, so `id & mask` puts
-  nearly every deferral in its own home bucket: a lookup is one array read, with a short
-  bounded probe for the rare id whose bucket an older deferral still holds. The table
-  grows and shrinks with the open count (D-06: storage follows the open deferrals).
-- Two ordered indexes answer the keeper queries: (due_at, id, expires_at) for claimable and
-  (expires_at, id) for expirable. Each is a list of short sorted runs of int64 arrays (the
-  idea of a B-tree's leaves without a Python object per entry). Claim, Cancel and Expire
-  leave the consumed row behind (checking the table is how a query tells it is gone):
-  a query drops the stale rows it walks over, and the whole index is rebuilt once stale
-  rows could outnumber the open ones, so consuming costs O(1) amortized and no more.
-- Deferral values are tuples with named fields: the cheapest immutable value CPython makes.
+- Deferral values are tuples with named fields, the cheapest immutable value CPython
+  makes. Being values (D-16), the Book stores them as they are and hands the stored one
+  out: a read builds nothing.
+- Ids are handed out one after another, so the open deferrals live in a list indexed by
+  id - base over the window [base, next_id): a lookup is one subtraction and one list
+  read. When consumed deferrals leave the window less than half full, the window moves
+  up to the oldest deferral that keeps it half full and the few older ones go to a dict
+  (D-06: storage follows the open deferrals).
+- Two ordered indexes answer the keeper queries: by (due_at, id) for claimable and by
+  (expires_at, id) for expirable. Each is a list of short sorted lists of the same
+  Deferral values (the idea of a B-tree's leaves). Claim, Cancel and Expire leave the
+  consumed row behind: a query drops the stale rows it walks over, and both indexes are
+  rebuilt once stale rows could outnumber the open ones, so consuming costs O(1)
+  amortized. While an index holds no stale row, a query takes its answer as a slice.
 - Owners are interned: a Book with many deferrals per owner stores each name once.
 
-Per operation: O(1) expected lookups by id; schedule O(log n) plus a memmove of one run;
-claimable/expirable O(k log n) for k results, plus O(1) per run of already-expired
+Per operation: O(1) lookups by id; schedule O(log n) plus a memmove of one run;
+claimable/expirable O(log n + k) for k results, plus O(1) per run of already-expired
 deferrals that claimable steps over, plus each stale row once. `duespec bench --only
 duebook` sets each operation against the model at 10, 1,000 and 1,000,000 open.
 """
@@ -30,11 +32,10 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_right
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import FrozenInstanceError
 from itertools import chain, compress
-from operator import itemgetter
+from operator import attrgetter
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -43,12 +44,8 @@ INT64_MAX = 2**63 - 1
 #: runs stays short, short enough that inserting into a run is a small memmove.
 _RUN_MAX = 1024
 #: Stale index rows tolerated beyond the open count before the indexes are rebuilt, and
-#: the table size below which it never shrinks (avoids churn at tiny sizes).
+#: the empty slots tolerated in the id window beyond twice the open count.
 _COMPACT_FLOOR = 64
-_MIN_CAPACITY = 8
-#: A lookup probes at most this many buckets past its home before the table is rebuilt
-#: larger (ids that collide are ones opened a whole table size apart).
-_MAX_REACH = 16
 
 
 class DuebookError(Exception):
@@ -85,20 +82,24 @@ class Full(DuebookError):
     code = "full"
 
 
-class Deferral(tuple):  # type: ignore[type-arg]
+class Deferral:
     """A value, never a handle into the Book (D-16): immutable, and equal only to another
-    Deferral with the same fields, as a frozen dataclass would be."""
+    Deferral with the same fields, as a frozen dataclass would be. Four slots and no
+    __dict__: the smallest object CPython makes with named fields (64 bytes, a tuple
+    subclass takes 80)."""
 
-    __slots__ = ()
-
-    def __new__(cls, id: int, owner: str, due_at: int, expires_at: int) -> Deferral:
-        return tuple.__new__(cls, (id, owner, due_at, expires_at))
-
-    id: int = property(itemgetter(0))  # type: ignore[assignment]
-    owner: str = property(itemgetter(1))  # type: ignore[assignment]
-    due_at: int = property(itemgetter(2))  # type: ignore[assignment]
+    __slots__ = ("id", "owner", "due_at", "expires_at")
+    id: int
+    owner: str
+    due_at: int
     #: 0 means the deferral never expires (D-11).
-    expires_at: int = property(itemgetter(3))  # type: ignore[assignment]
+    expires_at: int
+
+    def __init__(self, id: int, owner: str, due_at: int, expires_at: int) -> None:
+        _set_id(self, id)
+        _set_owner(self, owner)
+        _set_due_at(self, due_at)
+        _set_expires_at(self, expires_at)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -106,28 +107,33 @@ class Deferral(tuple):  # type: ignore[type-arg]
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
+    def _fields(self) -> tuple[int, str, int, int]:
+        return (self.id, self.owner, self.due_at, self.expires_at)
+
+    def __iter__(self) -> Iterator[int | str]:
+        return iter(self._fields())
+
     def __eq__(self, other: object) -> bool:
-        return type(other) is Deferral and tuple.__eq__(self, other)  # type: ignore[arg-type]
+        return type(other) is Deferral and self._fields() == other._fields()
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = tuple.__hash__
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
-    def __lt__(self, other: object) -> bool:
-        return NotImplemented
-
-    __le__ = __gt__ = __ge__ = __lt__
-
-    def __getnewargs__(self) -> tuple[int, str, int, int]:
-        return tuple(self)  # type: ignore[return-value]
+    def __reduce__(self) -> tuple[type[Deferral], tuple[int, str, int, int]]:
+        return Deferral, self._fields()
 
     def __repr__(self) -> str:
-        return "Deferral(id={!r}, owner={!r}, due_at={!r}, expires_at={!r})".format(*self)
+        return "Deferral(id={!r}, owner={!r}, due_at={!r}, expires_at={!r})".format(*self._fields())
 
 
-#: Deferral from a 4-tuple without a Python-level __new__: the hot paths' constructor.
-_value: Callable[[type[Deferral], tuple[int, str, int, int]], Deferral] = tuple.__new__  # type: ignore[assignment]
+_set_id = Deferral.id.__set__  # type: ignore[attr-defined]
+_set_owner = Deferral.owner.__set__  # type: ignore[attr-defined]
+_set_due_at = Deferral.due_at.__set__  # type: ignore[attr-defined]
+_set_expires_at = Deferral.expires_at.__set__  # type: ignore[attr-defined]
+_new_deferral = object.__new__
 
 
 # --- input checks (D-15, D-19) ----------------------------------------------------------
@@ -161,128 +167,151 @@ def _not_found(id: object) -> NotFound:
 
 # --- ordered index ----------------------------------------------------------------------
 
+#: Above every int64: the claimable end of a deferral that never expires.
+_NEVER = INT64_MAX + 1
+_ID = attrgetter("id")
+_DUE = attrgetter("due_at")
+_EXPIRY = attrgetter("expires_at")
+
 
 class _SortedRuns:
-    """Rows of int64 columns sorted by (column 0, column 1), stored as short runs.
+    """Deferrals sorted by (key, id), stored as short sorted lists ("runs").
 
-    Column 0 is the sort key and column 1 the id, which breaks ties and makes every row
-    unique; further columns ride along. Rows are only ever inserted with a larger id than
-    any before, so a new row goes after every row with the same key. Each run has a memo
-    slot for a summary of its rows that a query may compute once and reuse; any change to
-    the run clears it."""
+    Rows are only ever inserted with a larger id than any before, so a new row goes after
+    every row with the same key. A consumed deferral's row stays until a query walks over
+    it or the index is rebuilt; `dropped` counts the rows queries removed since then, so
+    while it equals the Book's count of consumed deferrals since then, a query can
+    take rows without asking the Book whether they are still open."""
 
-    __slots__ = ("_runs", "_firsts", "_memos")
+    __slots__ = ("_runs", "_firsts", "_key", "dropped")
 
-    def __init__(self) -> None:
-        #: Each run is a list of parallel arrays of equal length, never empty.
-        self._runs: list[list[array[int]]] = []
+    def __init__(self, key: Callable[[Deferral], int]) -> None:
+        self._runs: list[list[Deferral]] = []
         #: The key of each run's first row, for the binary search over runs.
         self._firsts: list[int] = []
-        self._memos: list[int | None] = []
+        self._key = key
+        self.dropped = 0
 
-    @classmethod
-    def from_sorted(cls, columns: list[array[int]]) -> _SortedRuns:
-        """An index over columns already in (key, id) order, in half-full runs."""
-        index = cls()
-        half = _RUN_MAX // 2
-        for start in range(0, len(columns[0]), half):
-            index._add_run(len(index._runs), [column[start:start + half] for column in columns])
-        return index
+    def rebuild(self, rows: Iterable[Deferral]) -> None:
+        """Replace every row with `rows`, already in (key, id) order, in full runs."""
+        self._runs, self._firsts = [], []
+        rows = list(rows)
+        for start in range(0, len(rows), _RUN_MAX):
+            self._add_run(len(self._runs), rows[start:start + _RUN_MAX])
 
-    def _add_run(self, r: int, run: list[array[int]]) -> None:
+    def _add_run(self, r: int, run: list[Deferral]) -> None:
         self._runs.insert(r, run)
-        self._firsts.insert(r, run[0][0])
-        self._memos.insert(r, None)
+        self._firsts.insert(r, self._key(run[0]))
 
-    def insert(self, key: int, id: int, extra: int | None = None) -> None:
-        """Add the row (key, id) or (key, id, extra); `id` is larger than any before."""
+    def add(self, rows: list[Deferral]) -> None:
+        """Add rows in (key, id) order whose ids are larger than any before: one at a
+        time when they are few, else by one merge of the whole index (a stable sort of
+        two sorted runs, done in C)."""
+        if 8 * len(rows) >= sum(map(len, self._runs)):
+            self.rebuild(sorted(chain(self.rows(), rows), key=self._key))
+        else:
+            key = self._key
+            for row in rows:
+                self.insert(row, key(row))
+
+    def insert(self, deferral: Deferral, key: int) -> int:
+        """Add a row whose id is larger than any before; the index of its run."""
+        runs = self._runs
+        if runs:
+            run = runs[-1]
+            if len(run) < _RUN_MAX and key >= self._key(run[-1]):
+                run.append(deferral)
+                return len(runs) - 1
+        return self._insert_inside(deferral, key)
+
+    def _insert_inside(self, deferral: Deferral, key: int) -> int:
         runs = self._runs
         if not runs:
-            self._add_run(0, _new_run(key, id, extra))
-            return
-        r = len(runs) - 1
-        if key < self._firsts[r]:
-            r = max(bisect_right(self._firsts, key) - 1, 0)
+            self._add_run(0, [deferral])
+            return 0
+        last = len(runs) - 1
+        r = last if key >= self._firsts[last] else max(bisect_right(self._firsts, key) - 1, 0)
         run = runs[r]
-        keys = run[0]
-        if key >= keys[-1]:
-            if len(keys) >= _RUN_MAX and r == len(runs) - 1:
-                # The end of the index: start a run rather than split a full one, so a
-                # Book filled in key order keeps its runs full.
-                self._add_run(r + 1, _new_run(key, id, extra))
-                return
-            keys.append(key)
-            run[1].append(id)
-            if extra is not None:
-                run[2].append(extra)
+        if key >= self._key(run[-1]):
+            if r == last:
+                # The end of the index and its last run is full: start a run rather than
+                # split, so a Book filled in key order keeps its runs full, and trim the
+                # full one of the room a list keeps for growth (a copy has its exact size).
+                runs[r] = run.copy()
+                self._add_run(r + 1, [deferral])
+                return r + 1
+            run.append(deferral)
         else:
-            at = bisect_right(keys, key)
-            keys.insert(at, key)
-            run[1].insert(at, id)
-            if extra is not None:
-                run[2].insert(at, extra)
+            at = bisect_right(run, key, key=self._key)
+            run.insert(at, deferral)
             if at == 0:
                 self._firsts[r] = key
-        self._memos[r] = None
-        if len(keys) > _RUN_MAX:
-            half = len(keys) // 2
-            tail = [column[half:] for column in run]
-            for column in run:
-                del column[half:]
-            self._add_run(r + 1, tail)
-
-    def memo(self, r: int, summarize: Callable[[list[array[int]]], int]) -> int:
-        """summarize(run r), computed at most once between changes to that run."""
-        value = self._memos[r]
-        if value is None:
-            value = self._memos[r] = summarize(self._runs[r])
-        return value
+        if len(run) > _RUN_MAX:
+            half = len(run) // 2
+            self._add_run(r + 1, run[half:])
+            del run[half:]
+            if key >= self._firsts[r + 1]:
+                return r + 1
+        return r
 
     def drop_rows(self, stale: list[tuple[int, list[int]]]) -> None:
-        """Remove the given rows: (run index, positions in it), runs in increasing order."""
+        """Remove the given stale rows: (run index, positions in it), runs in increasing order."""
         for r, positions in reversed(stale):
             run = self._runs[r]
             for at in reversed(positions):
-                for column in run:
-                    del column[at]
-            if not run[0]:
-                del self._runs[r], self._firsts[r], self._memos[r]
-                continue
-            self._firsts[r] = run[0][0]
-            self._memos[r] = None
+                del run[at]
+            self.dropped += len(positions)
+            if run:
+                self._firsts[r] = self._key(run[0])
+            else:
+                self._remove_run(r)
 
-    def clear(self) -> None:
-        self._runs.clear()
-        self._firsts.clear()
-        self._memos.clear()
+    def _remove_run(self, r: int) -> None:
+        del self._runs[r], self._firsts[r]
 
-    def keep(self, is_live: Callable[[int], bool]) -> _SortedRuns:
-        """The same index without the rows whose id is not live, in fresh runs."""
-        runs = self._runs
-        if not runs:
-            return self
-        width = len(runs[0])
-        live = list(map(is_live, chain.from_iterable(run[1] for run in runs)))
-        return _SortedRuns.from_sorted([
-            array("q", compress(chain.from_iterable(run[c] for run in runs), live))
-            for c in range(width)])
+    def rows(self) -> Iterator[Deferral]:
+        return chain.from_iterable(self._runs)
 
 
-def _new_run(key: int, id: int, extra: int | None) -> list[array[int]]:
-    run = [array("q", (key,)), array("q", (id,))]
-    if extra is not None:
-        run.append(array("q", (extra,)))
-    return run
+class _DueRuns(_SortedRuns):
+    """The (due_at, id) index, with two bounds per run that let claimable take a run's
+    rows without looking at each: a lower bound on the earliest non-zero expiry (no row
+    has expired before it) and an upper bound on the latest end of a claim window
+    (every row has expired from it on). Inserts keep them exact; removing rows leaves
+    them loose but still bounds."""
 
+    __slots__ = ("soonest", "latest")
 
-def _latest_expiry(expiries: array[int]) -> int:
-    """The last instant any of these deferrals is still claimable, plus one; past
-    INT64_MAX when one never expires."""
-    return INT64_MAX + 1 if 0 in expiries else max(expiries)
+    def __init__(self) -> None:
+        super().__init__(_DUE)
+        self.soonest: list[int] = []
+        self.latest: list[int] = []
 
+    def rebuild(self, rows: Iterable[Deferral]) -> None:
+        self.soonest, self.latest = [], []
+        super().rebuild(rows)
 
-def _run_latest_expiry(run: list[array[int]]) -> int:
-    return _latest_expiry(run[2])  # the due index's third column is expires_at
+    def _add_run(self, r: int, run: list[Deferral]) -> None:
+        super()._add_run(r, run)
+        expiries = list(map(_EXPIRY, run))
+        self.soonest.insert(r, min(filter(None, expiries), default=_NEVER))
+        self.latest.insert(r, _NEVER if 0 in expiries else max(expiries))
+
+    def _remove_run(self, r: int) -> None:
+        super()._remove_run(r)
+        del self.soonest[r], self.latest[r]
+
+    def insert(self, deferral: Deferral, key: int) -> int:
+        r = super().insert(deferral, key)
+        expires_at = deferral.expires_at
+        if not expires_at:
+            self.latest[r] = _NEVER
+        else:
+            if expires_at < self.soonest[r]:
+                self.soonest[r] = expires_at
+            if expires_at > self.latest[r]:
+                self.latest[r] = expires_at
+        return r
 
 
 # --- the Book ---------------------------------------------------------------------------
@@ -299,7 +328,6 @@ _CHECKSUM = struct.Struct("<I")
 
 def _little_endian(column: array[int]) -> bytes:
     if sys.byteorder == "big":
-        column = array(column.typecode, column)
         column.byteswap()
     return column.tobytes()
 
@@ -308,22 +336,28 @@ class Book:
     """An importing realm's book of deferrals. It reads no clock: every call that needs
     the time is given `now`, in whatever unit the realm uses consistently."""
 
-    __slots__ = (
-        "_max_open", "_next_id", "_open", "_stale",
-        "_mask", "_reach", "_grow_at", "_ids", "_due", "_expires", "_owners",
-        "_by_due", "_by_expiry",
-    )
+    __slots__ = ("_max_open", "_next_id", "_open", "_settled", "_base", "_slots", "_far",
+                 "_pending", "_by_due", "_by_expiry")
 
     def __init__(self, max_open: int) -> None:
         self._max_open = _int64("max_open", max_open, 1)
         self._next_id = 1
         self._open = 0
-        #: Deferrals consumed since the indexes were last rebuilt: an upper bound on the
-        #: stale rows they hold.
-        self._stale = 0
-        self._allocate(_MIN_CAPACITY)
-        self._by_due = _SortedRuns()  # (due_at, id, expires_at)
-        self._by_expiry = _SortedRuns()  # (expires_at, id), expiring deferrals only
+        #: next_id - open when the indexes were last rebuilt: deferrals consumed since
+        #: then (the stale rows they may hold) are next_id - open - settled, so consuming
+        #: only has to count down `open`.
+        self._settled = 1
+        #: slots[id - base] is the open deferral `id`, or None; it covers [base, next_id)
+        #: and a little room past it.
+        self._base = 1
+        self._slots: list[Deferral | None] = []
+        #: Open deferrals below `base`: the few old ones left behind when the window moved.
+        self._far: dict[int, Deferral] = {}
+        #: Deferrals scheduled since the last query, not yet in the indexes: a query
+        #: sorts them in one go (in C) instead of each schedule inserting one by one.
+        self._pending: list[Deferral] = []
+        self._by_due = _DueRuns()
+        self._by_expiry = _SortedRuns(_EXPIRY)  # expiring deferrals only
 
     # -- observation --
 
@@ -346,8 +380,8 @@ class Book:
         """Every open deferral, by id. Like a dict, it refuses to go on after the Book
         changed under it: (next_id, open count) differs after any schedule or consume."""
         version = (self._next_id, self._open)
-        for slot in self._slots_by_id():
-            yield self._deferral_at(slot)
+        for deferral in self._by_id():
+            yield deferral
             if (self._next_id, self._open) != version:
                 raise RuntimeError("Book changed during open_deferrals()")
 
@@ -357,7 +391,6 @@ class Book:
         """D-03: open a deferral due at now + delay, expiring ttl after that (never if 0)."""
         if type(owner) is not str or not owner:
             _owner("owner", owner)
-        owner = sys.intern(owner)
         if not (type(now) is int and type(delay) is int and type(ttl) is int
                 and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):
             _time("now", now)
@@ -370,129 +403,156 @@ class Book:
         if expires_at > INT64_MAX:
             # Wrapping would turn "expires" into 0, "never expires" (D-20).
             raise Invalid(f"expires_at = due_at + ttl = {due_at} + {ttl} overflows int64")
-        open = self._open
-        if open >= self._max_open:
+        if self._open >= self._max_open:
             raise Full(f"the book already holds max_open = {self._max_open} open deferrals")
         id = self._next_id
         if id == INT64_MAX:
             # The counter must stay an int64 (D-04, D-25); 2^63 - 2 schedules come first.
             raise Full(f"the book has allocated every id below {INT64_MAX}")
-        if open >= self._grow_at:
-            self._rehash(2 * len(self._ids))
-        self._put(id, owner, due_at, expires_at)
-        if self._reach > _MAX_REACH and len(self._ids) < 8 * (open + 1):
-            self._rehash(2 * len(self._ids), placing=1)
-        self._by_due.insert(due_at, id, expires_at)
-        if expires_at:
-            self._by_expiry.insert(expires_at, id)
-        self._open = open + 1
+        deferral = _new_deferral(Deferral)
+        _set_id(deferral, id)
+        _set_owner(deferral, sys.intern(owner))
+        _set_due_at(deferral, due_at)
+        _set_expires_at(deferral, expires_at)
+        slots = self._slots
+        i = id - self._base
+        if i < len(slots):
+            slots[i] = deferral
+        else:
+            # Grown by a sixteenth, copied at its exact size: list.append would keep an
+            # eighth spare.
+            self._slots = slots + [None] * (len(slots) // 16 + 16)
+            self._slots[i] = deferral
+        self._pending.append(deferral)
+        self._open += 1
         self._next_id = id + 1
-        return _value(Deferral, (id, owner, due_at, expires_at))
+        return deferral
+
+    # claim, cancel and expire each inline the lookup and the consume: a helper call
+    # would cost about as much as the rest of the operation. Each checks types first and
+    # leaves a range check to the branch a value out of range must reach, so the error
+    # precedence (D-21) holds with fewer comparisons on the way to success.
 
     def claim(self, id: int, now: int) -> Deferral:
         """D-08: the at-most-once authorization, on the half-open window [due_at, expires_at)."""
-        if not (type(now) is int and 0 <= now <= INT64_MAX and type(id) is int and id > 0):
+        if type(id) is not int or type(now) is not int:
+            _int64("id", id)
+            _time("now", now)
+        slots = self._slots
+        i = id - self._base
+        if i >= 0:
+            deferral = slots[i] if i < len(slots) else None
+        else:
+            deferral = self._far.get(id)
+        if deferral is None:
             _int64("id", id)
             _time("now", now)
             raise NotFound(f"no open deferral with id {id}")
-        b = id & self._mask
-        if self._ids[b] != id:
-            b = self._probe(id)
-            if b < 0:
-                raise _not_found(id)
-        due_at = self._due[b]
+        due_at = deferral.due_at
         if now < due_at:
+            _time("now", now)  # due_at >= 0, so a negative now ends here
             raise NotDue(f"deferral {id} is due at {due_at}, now is {now}")
-        expires_at = self._expires[b]
-        if expires_at and now >= expires_at:
-            # Stays open: only expire or cancel may consume it now (D-10).
-            raise Expired(f"deferral {id} expired at {expires_at}, now is {now}")
-        # Consume (D-02): gone for good; the index rows stay until a query walks over
+        expires_at = deferral.expires_at
+        if expires_at:
+            if now >= expires_at:
+                _time("now", now)  # and a now past int64 here, unless it never expires
+                # Stays open: only expire or cancel may consume it now (D-10).
+                raise Expired(f"deferral {id} expired at {expires_at}, now is {now}")
+        elif now > INT64_MAX:
+            _time("now", now)
+        # Consume (D-02): gone for good; its index rows stay until a query walks over
         # them or the indexes are rebuilt (D-06).
-        owner = self._owners[b]
-        self._ids[b] = 0
-        self._owners[b] = None
+        if i >= 0:
+            slots[i] = None
+        else:
+            del self._far[id]
         open = self._open - 1
         self._open = open
-        stale = self._stale + 1
-        self._stale = stale
-        if stale > open + _COMPACT_FLOOR or not open:
+        if self._next_id - self._settled > 2 * open + _COMPACT_FLOOR or not open:
+            # Stale rows (next_id - open - settled) outnumber the open ones by the floor.
             self._compact()
-        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
+        return deferral
 
     def cancel(self, id: int, caller: str) -> Deferral:
         """D-12: the owner withdraws an open deferral, at any time."""
-        if not (type(id) is int and id > 0 and type(caller) is str and caller):
+        if type(id) is not int or type(caller) is not str:
+            _int64("id", id)
+            _owner("caller", caller)
+        slots = self._slots
+        i = id - self._base
+        if i >= 0:
+            deferral = slots[i] if i < len(slots) else None
+        else:
+            deferral = self._far.get(id)
+        if deferral is None:
             _int64("id", id)
             _owner("caller", caller)
             raise NotFound(f"no open deferral with id {id}")
-        b = id & self._mask
-        if self._ids[b] != id:
-            b = self._probe(id)
-            if b < 0:
-                raise _not_found(id)
-        if self._owners[b] != caller:
-            raise NotOwner(f"deferral {id} belongs to {self._owners[b]!r}, not {caller!r}")
-        due_at, expires_at = self._due[b], self._expires[b]
-        # Consume (D-02): gone for good; the index rows stay until a query walks over
-        # them or the indexes are rebuilt (D-06).
-        owner = self._owners[b]
-        self._ids[b] = 0
-        self._owners[b] = None
+        if deferral.owner != caller:
+            _owner("caller", caller)  # owners are never empty, so an empty caller ends here
+            raise NotOwner(f"deferral {id} belongs to {deferral.owner!r}, not {caller!r}")
+        # Consume (D-02), as in claim.
+        if i >= 0:
+            slots[i] = None
+        else:
+            del self._far[id]
         open = self._open - 1
         self._open = open
-        stale = self._stale + 1
-        self._stale = stale
-        if stale > open + _COMPACT_FLOOR or not open:
+        if self._next_id - self._settled > 2 * open + _COMPACT_FLOOR or not open:
             self._compact()
-        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
+        return deferral
 
     def expire(self, id: int, now: int) -> Deferral:
         """D-13: anyone may clear a deferral whose window has closed."""
-        if not (type(now) is int and 0 <= now <= INT64_MAX and type(id) is int and id > 0):
+        if type(id) is not int or type(now) is not int:
+            _int64("id", id)
+            _time("now", now)
+        slots = self._slots
+        i = id - self._base
+        if i >= 0:
+            deferral = slots[i] if i < len(slots) else None
+        else:
+            deferral = self._far.get(id)
+        if deferral is None:
             _int64("id", id)
             _time("now", now)
             raise NotFound(f"no open deferral with id {id}")
-        b = id & self._mask
-        if self._ids[b] != id:
-            b = self._probe(id)
-            if b < 0:
-                raise _not_found(id)
-        expires_at = self._expires[b]
-        if expires_at == 0:
-            raise NotExpired(f"deferral {id} never expires (ttl 0)")
-        if now < expires_at:
+        expires_at = deferral.expires_at
+        if now < expires_at or not expires_at or now > INT64_MAX:
+            _time("now", now)  # a negative now is below every expiry
+            if expires_at == 0:
+                raise NotExpired(f"deferral {id} never expires (ttl 0)")
             raise NotExpired(f"deferral {id} expires at {expires_at}, now is {now}")
-        due_at = self._due[b]
-        # Consume (D-02): gone for good; the index rows stay until a query walks over
-        # them or the indexes are rebuilt (D-06).
-        owner = self._owners[b]
-        self._ids[b] = 0
-        self._owners[b] = None
+        # Consume (D-02), as in claim.
+        if i >= 0:
+            slots[i] = None
+        else:
+            del self._far[id]
         open = self._open - 1
         self._open = open
-        stale = self._stale + 1
-        self._stale = stale
-        if stale > open + _COMPACT_FLOOR or not open:
+        if self._next_id - self._settled > 2 * open + _COMPACT_FLOOR or not open:
             self._compact()
-        return _value(Deferral, (id, owner, due_at, expires_at))  # type: ignore[arg-type]
+        return deferral
 
     def get(self, id: int) -> Deferral:
-        """D-14: one open deferral, read only."""
-        if type(id) is not int or id <= 0:
-            raise _not_found(id)
-        b = id & self._mask
-        if self._ids[b] != id:
-            b = self._probe(id)
-            if b < 0:
-                raise _not_found(id)
-        return _value(Deferral, (id, self._owners[b], self._due[b], self._expires[b]))
+        """D-14: one open deferral, read only. Deferrals are immutable values, so the
+        stored one is handed out as it is."""
+        if type(id) is int:
+            i = id - self._base
+            if i >= 0:
+                slots = self._slots
+                deferral = slots[i] if i < len(slots) else None
+            else:
+                deferral = self._far.get(id)
+            if deferral is not None:
+                return deferral
+        raise _not_found(id)
 
     def claimable(self, now: int, limit: int) -> list[Deferral]:
         """D-23: up to `limit` deferrals a claim at `now` would accept, by (due_at, id).
 
-        A run whose every row has expired is skipped on its memoized latest expiry, so
-        only runs that yield something are walked in Python."""
+        Within a run whose bounds say no row due by `now` has expired, the rows are
+        taken as one slice; a run whose every row has expired is skipped whole."""
         if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX
                 and 0 <= limit <= INT64_MAX):
             _time("now", now)
@@ -500,40 +560,37 @@ class Book:
         found: list[Deferral] = []
         if limit == 0:
             return found
-        ids, owners, mask = self._ids, self._owners, self._mask
+        if self._pending:
+            self._flush()
         index = self._by_due
+        checked = self._next_id - self._open - self._settled > index.dropped
         stale: list[tuple[int, list[int]]] = []
         for r, run in enumerate(index._runs):
-            dues = run[0]
-            end = bisect_right(dues, now)
+            end = bisect_right(run, now, key=_DUE)
             if end == 0:
                 break
-            if end == len(dues):
-                expiries = run[2]
-                if index.memo(r, _run_latest_expiry) <= now:
+            if index.latest[r] <= now:
+                if end == len(run):
                     continue
+                break
+            if not checked and index.soonest[r] > now:
+                found += run[:min(end, limit - len(found))]
             else:
-                expiries = run[2][:end]
-                if _latest_expiry(expiries) <= now:
-                    break
-            row_ids = run[1]
-            gone: list[int] = []
-            for at in range(end):
-                expires_at = expiries[at]
-                if expires_at == 0 or now < expires_at:
-                    id = row_ids[at]
-                    b = id & mask
-                    if ids[b] != id:
-                        b = self._probe(id)
-                        if b < 0:
-                            gone.append(at)
-                            continue
-                    found.append(_value(Deferral, (id, owners[b], dues[at], expires_at)))
+                gone: list[int] = []
+                for at in range(end):
+                    deferral = run[at]
+                    expires_at = deferral.expires_at
+                    if expires_at and now >= expires_at:
+                        continue
+                    if checked and not self._is_open(deferral):
+                        gone.append(at)
+                        continue
+                    found.append(deferral)
                     if len(found) == limit:
                         break
-            if gone:
-                stale.append((r, gone))
-            if len(found) == limit or end < len(dues):
+                if gone:
+                    stale.append((r, gone))
+            if len(found) == limit or end < len(run):
                 break
         if stale:
             index.drop_rows(stale)
@@ -548,30 +605,30 @@ class Book:
         found: list[Deferral] = []
         if limit == 0:
             return found
-        ids, owners, due, mask = self._ids, self._owners, self._due, self._mask
+        if self._pending:
+            self._flush()
         index = self._by_expiry
+        checked = self._next_id - self._open - self._settled > index.dropped
         stale: list[tuple[int, list[int]]] = []
         for r, run in enumerate(index._runs):
-            expiries = run[0]
-            end = bisect_right(expiries, now)
+            end = bisect_right(run, now, key=_EXPIRY)
             if end == 0:
                 break
-            row_ids = run[1]
-            gone: list[int] = []
-            for at in range(end):
-                id = row_ids[at]
-                b = id & mask
-                if ids[b] != id:
-                    b = self._probe(id)
-                    if b < 0:
+            if not checked:
+                found += run[:min(end, limit - len(found))]
+            else:
+                gone: list[int] = []
+                for at in range(end):
+                    deferral = run[at]
+                    if not self._is_open(deferral):
                         gone.append(at)
                         continue
-                found.append(_value(Deferral, (id, owners[b], due[b], expiries[at])))
-                if len(found) == limit:
-                    break
-            if gone:
-                stale.append((r, gone))
-            if len(found) == limit or end < len(expiries):
+                    found.append(deferral)
+                    if len(found) == limit:
+                        break
+                if gone:
+                    stale.append((r, gone))
+            if len(found) == limit or end < len(run):
                 break
         if stale:
             index.drop_rows(stale)
@@ -583,19 +640,19 @@ class Book:
         """The whole Book as versioned, checksummed little-endian bytes; `restore` gives it back.
 
         Rows go in id order and owners in order of first use, so a Book has one snapshot."""
-        slots = self._slots_by_id()
-        owners = [self._owners[slot] for slot in slots]
+        rows = list(self._by_id())
+        owners = list(map(attrgetter("owner"), rows))
         names = list(dict.fromkeys(owners))
-        index = {name: n for n, name in enumerate(names)}
+        number = {name: n for n, name in enumerate(names)}
         parts = [_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, self._max_open,
                               self._next_id, self._open, len(names))]
         for name in names:
             encoded = name.encode("utf-8", "surrogatepass")  # any str is an owner, lone surrogates too
             parts.append(_OWNER_LENGTH.pack(len(encoded)))
             parts.append(encoded)
-        for column in (self._ids, self._due, self._expires):
-            parts.append(_little_endian(array("q", map(column.__getitem__, slots))))
-        parts.append(_little_endian(array("q", (index[owner] for owner in owners))))
+        for field in (_ID, _DUE, _EXPIRY):
+            parts.append(_little_endian(array("q", map(field, rows))))
+        parts.append(_little_endian(array("q", map(number.__getitem__, owners))))
         body = b"".join(parts)
         return body + _CHECKSUM.pack(zlib.crc32(body))
 
@@ -658,130 +715,68 @@ class Book:
         book = cls(max_open)
         book._next_id = next_id
         book._open = count
-        book._rehash_rows(_capacity_for(count), ids, [names[n] for n in owner_index], due, expires)
-        # Rows are in id order and sorted() is stable, so sorting rows by one key
-        # orders them by (key, id).
-        by_due = sorted(range(count), key=due.__getitem__)
-        book._by_due = _SortedRuns.from_sorted(
-            [array("q", map(column.__getitem__, by_due)) for column in (due, ids, expires)])
-        by_expiry = [row for row in sorted(range(count), key=expires.__getitem__) if expires[row]]
-        book._by_expiry = _SortedRuns.from_sorted(
-            [array("q", map(column.__getitem__, by_expiry)) for column in (expires, ids)])
+        rows = list(map(Deferral, ids, map(names.__getitem__, owner_index), due, expires))
+        book._place(rows)
+        book._index(rows)
         return book
 
     # -- internals --
 
-    def _allocate(self, capacity: int) -> None:
-        """An empty table of `capacity` buckets (a power of two); id 0 marks an empty one."""
-        self._ids: array[int] = array("q", bytes(8 * capacity))
-        self._due: array[int] = array("q", bytes(8 * capacity))
-        self._expires: array[int] = array("q", bytes(8 * capacity))
-        self._owners: list[str | None] = [None] * capacity
-        self._mask = capacity - 1
-        self._reach = 0
-        self._grow_at = capacity * 3 // 4
+    def _is_open(self, deferral: Deferral) -> bool:
+        """Whether this very deferral is still open, not a consumed one with its id."""
+        i = deferral.id - self._base
+        return (self._slots[i] if i >= 0 else self._far.get(deferral.id)) is deferral
 
-    def _put(self, id: int, owner: str, due_at: int, expires_at: int) -> None:
-        """Store a deferral in the first free bucket from its home."""
-        ids, mask = self._ids, self._mask
-        b = id & mask
-        if ids[b]:
-            distance = 0
-            while ids[b]:
-                distance += 1
-                b = (b + 1) & mask
-            if distance > self._reach:
-                self._reach = distance
-        ids[b] = id
-        self._owners[b] = owner
-        self._due[b] = due_at
-        self._expires[b] = expires_at
+    def _by_id(self) -> list[Deferral]:
+        return [self._far[id] for id in sorted(self._far)] + list(filter(None, self._slots))
 
-    def _probe(self, id: int) -> int:
-        """The bucket holding `id` away from its home, or -1 when `id` is not open."""
-        ids, mask = self._ids, self._mask
-        for distance in range(1, self._reach + 1):
-            b = (id + distance) & mask
-            if ids[b] == id:
-                return b
-        return -1
-
-    def _slot(self, id: int) -> int:
-        """The bucket holding `id`, or NotFound: never allocated or already consumed (D-05)."""
-        if type(id) is not int or id <= 0:
-            raise _not_found(id)
-        b = id & self._mask
-        if self._ids[b] != id:
-            b = self._probe(id)
-            if b < 0:
-                raise _not_found(id)
-        return b
-
-    def _slots_by_id(self) -> list[int]:
-        ids = self._ids
-        return sorted(compress(range(len(ids)), ids), key=ids.__getitem__)
-
-    def _deferral_at(self, slot: int) -> Deferral:
-        return _value(Deferral, (self._ids[slot], self._owners[slot], self._due[slot], self._expires[slot]))  # type: ignore[arg-type]
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        self._by_due.add(sorted(pending, key=_DUE))
+        self._by_expiry.add(sorted(filter(_EXPIRY, pending), key=_EXPIRY))
 
     def _compact(self) -> None:
-        """Drop every stale index row and fit the table to the open count (D-06)."""
-        if self._open:
-            live = set(self._ids)
-            self._by_due = self._by_due.keep(live.__contains__)
-            self._by_expiry = self._by_expiry.keep(live.__contains__)
+        """Drop every stale index row and fit the id window to the open count (D-06)."""
+        rows = self._by_id()
+        self._place(rows)
+        if not rows:
+            self._pending = []
+            self._by_due.rebuild(())
+            self._by_expiry.rebuild(())
         else:
-            self._by_due.clear()
-            self._by_expiry.clear()
-        self._stale = 0
-        if len(self._ids) > _MIN_CAPACITY and 8 * self._open < len(self._ids):
-            self._rehash(_capacity_for(self._open))
+            self._flush()
+            live = set(map(id, rows))
+            for index in (self._by_due, self._by_expiry):
+                index.rebuild(list(compress(index.rows(), map(live.__contains__, map(id, index.rows())))))
+        self._reset_stale()
 
-    def _rehash(self, capacity: int, placing: int = 0) -> None:
-        live = list(compress(range(len(self._ids)), self._ids))
-        self._rehash_rows(max(capacity, _capacity_for(self._open + placing)),
-                          array("q", map(self._ids.__getitem__, live)),
-                          [self._owners[slot] for slot in live],  # type: ignore[misc]
-                          array("q", map(self._due.__getitem__, live)),
-                          array("q", map(self._expires.__getitem__, live)))
+    def _index(self, rows: list[Deferral]) -> None:
+        """Both indexes over `rows`, given in id order: a stable sort by key orders them by (key, id)."""
+        self._pending = []
+        self._by_due.rebuild(sorted(rows, key=_DUE))
+        self._by_expiry.rebuild(sorted(filter(_EXPIRY, rows), key=_EXPIRY))
+        self._reset_stale()
 
-    def _rehash_rows(self, capacity: int, ids: array[int], owners: list[str],
-                     due: array[int], expires: array[int]) -> None:
-        """A fresh table of `capacity` buckets holding these rows."""
-        self._allocate(capacity)
-        mask = self._mask
-        homes = list(map(mask.__and__, ids))
-        if len(set(homes)) == len(homes):
-            # Every deferral in its home bucket (the usual case: ids are consecutive-ish
-            # and fewer than the buckets): scatter each column in C.
-            for column, values in ((self._ids, ids), (self._owners, owners),
-                                   (self._due, due), (self._expires, expires)):
-                deque(map(column.__setitem__, homes, values), maxlen=0)
-            return
-        table, table_owners, table_due, table_expires = self._ids, self._owners, self._due, self._expires
-        reach = 0
-        for id, owner, due_at, expires_at in zip(ids, owners, due, expires):
-            b = id & mask
-            if table[b]:
-                distance = 0
-                while table[b]:
-                    distance += 1
-                    b = (b + 1) & mask
-                if distance > reach:
-                    reach = distance
-            table[b] = id
-            table_owners[b] = owner
-            table_due[b] = due_at
-            table_expires[b] = expires_at
-        self._reach = reach
+    def _reset_stale(self) -> None:
+        self._settled = self._next_id - self._open
+        self._by_due.dropped = self._by_expiry.dropped = 0
 
-
-def _capacity_for(count: int) -> int:
-    """The smallest power-of-two table that holds `count` deferrals under 3/4 full."""
-    capacity = _MIN_CAPACITY
-    while capacity * 3 // 4 <= count:
-        capacity *= 2
-    return capacity
+    def _place(self, rows: list[Deferral]) -> None:
+        """Lay out the open deferrals `rows` (in id order): the window [base, next_id)
+        starts at the oldest row that keeps it at least half full (give or take
+        _COMPACT_FLOOR); older rows go to `far`."""
+        end = self._next_id
+        count = len(rows)
+        cut = 0
+        while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:
+            cut += 1
+        self._far = {row.id: row for row in rows[:cut]}
+        self._base = rows[cut].id if cut < count else end
+        slots: list[Deferral | None] = [None] * (end - self._base)
+        base = self._base
+        for row in rows[cut:]:
+            slots[row.id - base] = row
+        self._slots = slots
 
 
 def _check_snapshot_rows(ids: array[int], due: array[int], expires: array[int],

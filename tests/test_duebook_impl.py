@@ -217,6 +217,30 @@ def test_error_precedence() -> None:
     fails("not_due", book.claim, d1.id, 0)
 
 
+@pytest.mark.parametrize("now", [-1, -(2**63), INT64_MAX + 1, 2**64])
+def test_a_now_out_of_range_is_invalid_in_every_state_of_the_deferral(now: int) -> None:
+    """claim and expire check the range of `now` only on the branch an out-of-range value
+    must reach; every branch, success included, must still answer invalid."""
+    book = Book(8)
+    never = book.schedule("alice", 0, 0, 0)  # claimable forever from 0
+    window = book.schedule("alice", 10, 5, 100)  # [110, 115)
+    for id in (never.id, window.id, 99, 0, -5, 2**63):
+        before = book.snapshot()
+        fails("invalid", book.claim, id, now)
+        fails("invalid", book.expire, id, now)
+        assert book.snapshot() == before
+    fails("invalid", book.claimable, now, 5)
+    fails("invalid", book.expirable, now, 5)
+
+
+def test_an_empty_caller_is_invalid_whoever_owns_the_deferral() -> None:
+    book = Book(2)
+    deferral = book.schedule("alice", 0, 0, 0)
+    for id in (deferral.id, 99, -1):
+        fails("invalid", book.cancel, id, "")
+    assert book.get(deferral.id) == deferral
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["schedule", "claim", "cancel", "expire", "get"]),
                           st.integers(-1, 8), st.integers(0, 30), st.sampled_from(["alice", "bob"])),
@@ -329,8 +353,24 @@ def test_storage_stays_bounded_by_the_open_count_under_churn() -> None:
         deferral = book.schedule("alice", 0, 3, n)
         book.claim(deferral.id, n)
     assert len(book) == 0 and book.next_id == 5_001
-    assert len(book._ids) <= 2 * d._COMPACT_FLOOR + 2
+    assert len(book._slots) + len(book._far) <= 2 * d._COMPACT_FLOOR + 2
     assert book._by_due._runs == [] and book._by_expiry._runs == []
+
+
+def test_one_old_deferral_does_not_hold_the_id_window_open() -> None:
+    """The oldest deferral stays open while thousands after it come and go: the id window
+    moves past it (it goes to the far dict) instead of growing with every id allocated."""
+    book = Book(10)
+    old = book.schedule("keeper", 0, 0, 0)
+    for n in range(20_000):
+        deferral = book.schedule("alice", 0, 3, n)
+        book.claim(deferral.id, n)
+    assert len(book._slots) <= 2 * d._COMPACT_FLOOR + 2
+    assert book._far == {old.id: old}
+    assert book.get(old.id) == old
+    assert book.claimable(5, 10) == [old]
+    assert book.cancel(old.id, "keeper") == old
+    assert list(book.open_deferrals()) == []
 
 
 # --- D-25 snapshot / restore ------------------------------------------------------------------

@@ -234,24 +234,24 @@ class CapOffByOne(impl.Book):
 
 
 class LiveDeferral:
-    """A view onto the Book's columns, as a careless "zero-copy" Get might return: reading
-    it reads storage, and so does writing it (the seed forbids pointers into the Book)."""
+    """A view onto the Book's storage, as a careless "zero-copy" Get might return: reading
+    it reads storage, and writing it rewrites the stored deferral (the seed forbids
+    pointers into the Book)."""
 
-    COLUMNS = {"owner": "_owners", "due_at": "_due", "expires_at": "_expires"}
+    FIELDS = ("id", "owner", "due_at", "expires_at")
 
     def __init__(self, book: impl.Book, id: int) -> None:
         self.__dict__.update(book=book, id=id)
 
-    def _column(self, name: str) -> Any:
-        if name not in self.COLUMNS:
-            raise AttributeError(name)
-        return getattr(self.book, self.COLUMNS[name])
-
     def __getattr__(self, name: str) -> Any:
-        return self._column(name)[self.book._slot(self.id)]
+        if name not in self.FIELDS:
+            raise AttributeError(name)
+        return getattr(impl.Book.get(self.book, self.id), name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        self._column(name)[self.book._slot(self.id)] = value
+        stored = impl.Book.get(self.book, self.id)
+        fields = [value if field == name else getattr(stored, field) for field in self.FIELDS]
+        self.book._slots[self.id - self.book._base] = impl.Deferral(*fields)
 
 
 @mutant
