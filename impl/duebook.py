@@ -441,7 +441,10 @@ class Book:
         slots = self._slots
         i = id - self._base
         if i >= 0:
-            deferral = slots[i] if i < len(slots) else None
+            try:
+                deferral = slots[i]
+            except IndexError:
+                deferral = None
         else:
             deferral = self._far.get(id)
         if deferral is None:
@@ -481,7 +484,10 @@ class Book:
         slots = self._slots
         i = id - self._base
         if i >= 0:
-            deferral = slots[i] if i < len(slots) else None
+            try:
+                deferral = slots[i]
+            except IndexError:
+                deferral = None
         else:
             deferral = self._far.get(id)
         if deferral is None:
@@ -510,7 +516,10 @@ class Book:
         slots = self._slots
         i = id - self._base
         if i >= 0:
-            deferral = slots[i] if i < len(slots) else None
+            try:
+                deferral = slots[i]
+            except IndexError:
+                deferral = None
         else:
             deferral = self._far.get(id)
         if deferral is None:
@@ -540,8 +549,10 @@ class Book:
         if type(id) is int:
             i = id - self._base
             if i >= 0:
-                slots = self._slots
-                deferral = slots[i] if i < len(slots) else None
+                try:
+                    deferral = self._slots[i]
+                except IndexError:
+                    deferral = None
             else:
                 deferral = self._far.get(id)
             if deferral is not None:
