@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from duespec.campaigns.report import report_for
 from duespec.campaigns.run import CampaignResult, run_campaign
 from duespec.systems import get_system
 from duespec.systems.duebook import SYSTEM, ImplTarget, ModelTarget
@@ -40,6 +41,11 @@ def test_implementation_conforms_at_the_default_budget() -> None:
     assert len(result.depths) == result.examples
     # Requests only JSON can send (D-27): the impl's wrong-keys path runs too.
     assert result.coverage["D-27.unknown_op"] and result.coverage["D-27.wrong_keys"]
+    # What no step marks as reached is said why (the per-step properties, the APIs
+    # outside the JSON contract), and nothing with a reason is reached after all.
+    report = report_for(SYSTEM, result)
+    assert report.unexplained == [], f"never reached without a reason: {report.unexplained}"
+    assert set(report.never_reached) == set(SYSTEM.unreached_reasons)
 
 
 def test_model_agrees_with_itself() -> None:
