@@ -83,7 +83,7 @@ def edit_like_a_caller(value: Any) -> None:
     deferrals = value if isinstance(value, list) else [value]
     for deferral in deferrals:
         if type(deferral) is impl.Deferral:
-            continue  # a tuple with read-only fields and no __dict__: no edit can land
+            continue  # frozen, with no __dict__: no edit can land
         for field, edit in CALLER_EDITS:
             try:
                 setattr(deferral, field, edit(getattr(deferral, field)))
@@ -112,9 +112,9 @@ class ImplTarget:
         except impl.DuebookError as error:
             return {"error": error.code, "message": str(error)}
         if type(value) is impl.Deferral:
-            # A tuple with read-only fields: no edit of a caller's can land (edit_like_a_caller).
-            id, owner, due_at, expires_at = value
-            return {"ok": {"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}}
+            # Frozen: no edit of a caller's can land (edit_like_a_caller).
+            return {"ok": {"id": value.id, "owner": value.owner, "due_at": value.due_at,
+                           "expires_at": value.expires_at}}
         if isinstance(value, list):
             response = {"ok": [impl_deferral_json(d) for d in value]}
         else:
@@ -126,11 +126,8 @@ class ImplTarget:
         book = self.book
         assert book is not None, "reset() first"
         deferrals = list(book.open_deferrals())
-        if all(type(d) is impl.Deferral for d in deferrals):  # tuples: unpacked in C
-            rows = [{"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}
-                    for id, owner, due_at, expires_at in deferrals]
-        else:
-            rows = [impl_deferral_json(d) for d in deferrals]
+        rows = [{"id": d.id, "owner": d.owner, "due_at": d.due_at, "expires_at": d.expires_at}
+                for d in deferrals]
         return {"max_open": book.max_open, "next_id": book.next_id, "open": sorted(rows, key=_by_id)}
 
     def close(self) -> None:
