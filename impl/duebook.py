@@ -82,24 +82,37 @@ class Full(DuebookError):
     code = "full"
 
 
-class Deferral:
+class _Fields:
+    """A Deferral's four slots, still writable: schedule fills one in, then freezes it by
+    making it a Deferral (one __class__ store costs less than four descriptor calls)."""
+
+    __slots__ = ("id", "owner", "due_at", "expires_at")
+
+    def __init__(self, id: int, owner: str, due_at: int, expires_at: int) -> None:
+        self.id = id
+        self.owner = owner
+        self.due_at = due_at
+        self.expires_at = expires_at
+
+
+class Deferral(_Fields):
     """A value, never a handle into the Book (D-16): immutable, and equal only to another
     Deferral with the same fields, as a frozen dataclass would be. Four slots and no
     __dict__: the smallest object CPython makes with named fields (64 bytes, a tuple
     subclass takes 80)."""
 
-    __slots__ = ("id", "owner", "due_at", "expires_at")
+    __slots__ = ()
     id: int
     owner: str
     due_at: int
     #: 0 means the deferral never expires (D-11).
     expires_at: int
 
+    def __new__(cls, id: int, owner: str, due_at: int, expires_at: int) -> Deferral:
+        return _frozen(_Fields(id, owner, due_at, expires_at))
+
     def __init__(self, id: int, owner: str, due_at: int, expires_at: int) -> None:
-        _set_id(self, id)
-        _set_owner(self, owner)
-        _set_due_at(self, due_at)
-        _set_expires_at(self, expires_at)
+        """The fields were set before the value was frozen (__new__)."""
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -114,7 +127,7 @@ class Deferral:
         return iter(self._fields())
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is Deferral and self._fields() == other._fields()
+        return type(other) is Deferral and self._fields() == other._fields()  # type: ignore[attr-defined]
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -129,11 +142,9 @@ class Deferral:
         return "Deferral(id={!r}, owner={!r}, due_at={!r}, expires_at={!r})".format(*self._fields())
 
 
-_set_id = Deferral.id.__set__  # type: ignore[attr-defined]
-_set_owner = Deferral.owner.__set__  # type: ignore[attr-defined]
-_set_due_at = Deferral.due_at.__set__  # type: ignore[attr-defined]
-_set_expires_at = Deferral.expires_at.__set__  # type: ignore[attr-defined]
-_new_deferral = object.__new__
+def _frozen(fields: _Fields) -> Deferral:
+    fields.__class__ = Deferral
+    return fields  # type: ignore[return-value]
 
 
 # --- input checks (D-15, D-19) ----------------------------------------------------------
@@ -389,18 +400,22 @@ class Book:
 
     def schedule(self, owner: str, delay: int, ttl: int, now: int) -> Deferral:
         """D-03: open a deferral due at now + delay, expiring ttl after that (never if 0)."""
-        if type(owner) is not str or not owner:
+        if (type(owner) is not str or type(now) is not int or type(delay) is not int
+                or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):
             _owner("owner", owner)
-        if not (type(now) is int and type(delay) is int and type(ttl) is int
-                and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):
             _time("now", now)
             _time("delay", delay)
             _time("ttl", ttl)
+        # Past int64 is caught by the sums, which check the summands first: the same
+        # message as a check of each.
         due_at = now + delay
         if due_at > INT64_MAX:
+            _time("now", now)
+            _time("delay", delay)
             raise Invalid(f"due_at = now + delay = {now} + {delay} overflows int64")
         expires_at = due_at + ttl if ttl else 0
         if expires_at > INT64_MAX:
+            _time("ttl", ttl)
             # Wrapping would turn "expires" into 0, "never expires" (D-20).
             raise Invalid(f"expires_at = due_at + ttl = {due_at} + {ttl} overflows int64")
         if self._open >= self._max_open:
@@ -409,11 +424,8 @@ class Book:
         if id == INT64_MAX:
             # The counter must stay an int64 (D-04, D-25); 2^63 - 2 schedules come first.
             raise Full(f"the book has allocated every id below {INT64_MAX}")
-        deferral = _new_deferral(Deferral)
-        _set_id(deferral, id)
-        _set_owner(deferral, sys.intern(owner))
-        _set_due_at(deferral, due_at)
-        _set_expires_at(deferral, expires_at)
+        deferral = _Fields(id, sys.intern(owner), due_at, expires_at)
+        deferral.__class__ = Deferral  # frozen from here on
         slots = self._slots
         i = id - self._base
         if i < len(slots):

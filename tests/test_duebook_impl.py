@@ -8,6 +8,7 @@ Agreement with the model on random operation sequences is the lockstep machine's
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import random
 import struct
 import zlib
@@ -271,6 +272,14 @@ def test_returned_deferrals_are_values() -> None:
     d1 = book.schedule("alice", 10, 5, 100)
     with pytest.raises(dataclasses.FrozenInstanceError):
         d1.due_at = 0  # type: ignore[misc]
+    # The Book hands out the value it stores: no way back to a writable object either.
+    for name in ("id", "owner", "expires_at", "__class__"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(d1, name, object)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(d1, name)
+    assert book.get(d1.id) == Deferral(1, "alice", 110, 115) and type(book.get(d1.id)) is Deferral
+    assert pickle.loads(pickle.dumps(d1)) == d1 and hash(d1) == hash(Deferral(1, "alice", 110, 115))
     listed = book.claimable(110, 10)
     listed.clear()
     assert book.claimable(110, 10) == [d1]

@@ -186,7 +186,7 @@ def operation_figures(size: int, quick: bool) -> list[Figure]:
 
 def _operation_figures(size: int, quick: bool, fixture: Books, shared: dict[str, Any], batch: int,
                        repeats: int) -> list[Figure]:
-    seconds = 0.004 if quick else 0.2
+    seconds = 0.02 if quick else 0.2
     large = size >= 100_000
     figures = []
     for op in ARITY:
