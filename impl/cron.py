@@ -1,11 +1,13 @@
 """Production nextCron: a compiled evaluator for the cron dialect of spec/cron.md.
 
-An expression compiles once into lookup tables: for minute, hour and month the next allowed
-value at or after each value, and for days one bitmask of firing days per (month length,
-weekday of the 1st) pair, of which there are only 28. `next_after` then walks the civil calendar field by field,
-jumping straight to the next allowed month, day, hour and minute instead of scanning
-minutes, so a call costs a handful of table lookups whatever the gap to the next fire.
-"""
+The calendar is tabled once per import: each month's first day and its kind (month of
+the year, length, weekday of the 1st; 336 kinds). An expression compiles once into a
+bitmask of firing days per kind (zero for a month the cron leaves out), the months to the
+next allowed month, and for every minute of a day the minutes to the day's next firing
+one. `next_after` then costs a handful of integer operations and lookups whatever the gap
+to the next fire: no datetime objects, no per-call parsing, no scan of minutes or days
+(only months the cron allows but whose days never fire, such as February for `0 0 30 * *`,
+are stepped over one at a time)."""
 
 from __future__ import annotations
 
