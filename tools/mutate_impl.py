@@ -432,6 +432,7 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
         "how long a statement waits for a lock held by a foreign SQLite connection to the store "
         "file; `duespec check` drives one in-memory store that no other connection can open",
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> Lt"): _OVER_A_MILLION_OWED,
+    ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> GtE"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "", "MAX_CATCH_UP_OCCURRENCES = 1_000_000", "1000000 -> 999999"): _OVER_A_MILLION_OWED,
 }
 
@@ -464,6 +465,9 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "lets only t_ms in [-60000, -1] past the guard, and nothing passes a negative instant: "
         "`now` is refused first with a 400 (check_time) and every other instant is a stored fire "
         "time; test_instants_outside_the_domain_are_refused covers the guard itself",
+    ("impl/schedules.py", "", "CATCH_UP_CHUNK = 16384", "16384 -> 16385"):
+        "how many occurrences go to one set-wise insert: the chunks are inserted in order, so "
+        "the same promises are created in the same order whatever the size",
     ("impl/cron.py", "", "@lru_cache(maxsize=4096)", "4096 -> 4095"):
         "the size of the cache of compiled expressions: a miss compiles the same Cron again",
     ("impl/schedules_records.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #1"):
