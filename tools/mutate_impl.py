@@ -473,9 +473,6 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules_records.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #1"):
         "frozen only forbids assigning a field after construction and gives a hash: nothing in "
         "impl/ assigns to a record (changes go through dataclasses.replace) or hashes one",
-    ("impl/schedules_records.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #2"):
-        "slots only drops the per-instance __dict__: nothing in impl/ adds an attribute a record "
-        "does not declare, so no answer changes, only memory",
 }
 
 
