@@ -1,19 +1,21 @@
 """Production nextCron: a compiled evaluator for the cron dialect of spec/cron.md.
 
-An expression compiles once into lookup tables: for minute, hour and month the next allowed
-value at or after each value, and for days one bitmask of firing days per (month length,
-weekday of the 1st) pair, of which there are only 28. `next_after` then walks the civil calendar field by field,
-jumping straight to the next allowed month, day, hour and minute instead of scanning
-minutes, so a call costs a handful of table lookups whatever the gap to the next fire.
-"""
+The calendar is tabled once per import: each month's first day and its kind (month of
+the year, length, weekday of the 1st; 336 kinds). An expression compiles once into a
+bitmask of firing days per kind (zero for a month the cron leaves out), the months to the
+next allowed month, and for every minute of a day the minutes to the day's next firing
+one. `next_after` then costs a handful of integer operations and lookups whatever the gap
+to the next fire: no datetime objects, no per-call parsing, no scan of minutes or days
+(only months the cron allows but whose days never fire, such as February for `0 0 30 * *`,
+are stepped over one at a time)."""
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
-from datetime import date
 from functools import lru_cache
+from itertools import accumulate
 from typing import Iterator
 
 #: 10000-01-01T00:00:00Z: answered when no fire instant lies before it (spec/cron.md C-08).
@@ -22,7 +24,6 @@ MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
 LAST_YEAR = 9999
-_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 _ALIASES = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
@@ -156,98 +157,124 @@ def _values(mask: int) -> tuple[int, ...]:
     return tuple(value for value in range(mask.bit_length()) if mask >> value & 1)
 
 
-def _next_allowed(mask: int, size: int) -> tuple[int, ...]:
-    """Entry i: the smallest allowed value >= i, or -1; one spare entry past the end."""
-    table, following = [-1] * (size + 1), -1
-    for value in range(size - 1, -1, -1):
-        if mask >> value & 1:
-            following = value
-        table[value] = following
-    return tuple(table)
+def _is_leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def _month_tables() -> tuple[list[int], list[int]]:
+    """Per month from 1970-01 (index 0) to 9999-12: the day count since 1970-01-01 of its
+    1st (with 10000-01 as a sentinel at the end), and its kind, the index of its firing
+    days in `Cron._month_days`: (month - 1) * 28 + (length - 28) * 7 + weekday of the 1st.
+    400 years are 4,800 months and 146,097 days, a whole number of weeks, so lengths and
+    kinds repeat: one cycle is computed and repeated, not 96,000 months one by one."""
+    cycle_lengths: list[int] = []
+    for year in range(1970, 2370):
+        cycle_lengths += _LONGEST_MONTH if _is_leap(year) else _MONTH_LENGTHS
+    lengths = (cycle_lengths * 21)[:(LAST_YEAR + 1 - 1970) * 12]
+    starts = list(accumulate(lengths, initial=0))
+    cycle_kinds = [month % 12 * 28 + (length - 28) * 7 + (first + 4) % 7  # 1970-01-01: Thursday
+                   for month, first, length in zip(range(4800), starts, cycle_lengths)]
+    return starts, (cycle_kinds * 21)[:len(lengths)]
+
+
+_MONTH_STARTS, _MONTH_KINDS = _month_tables()
+_HORIZON_MONTH = len(_MONTH_KINDS)
+_HORIZON_MINUTE = HORIZON_MS // MINUTE_MS
+#: In `Cron._minutes_to_next`: no firing minute left that day.
+_NO_MINUTE_LEFT = -1
 
 
 class Cron:
     """A compiled expression. Instants are epoch milliseconds (UTC)."""
 
-    __slots__ = ("expression", "hours", "minutes", "_next_minute", "_next_hour",
-                 "_next_month", "_first_month", "_day_masks")
+    __slots__ = ("expression", "hours", "minutes", "_minutes_to_next", "_month_days", "_months_ahead")
 
     def __init__(self, expression: str, minutes: int, hours: int, days: int, months: int,
                  weekdays: int, *, any_day: bool, any_weekday: bool) -> None:
         self.expression = expression
         self.minutes = _values(minutes)
         self.hours = _values(hours)
-        self._next_minute = _next_allowed(minutes, 60)
-        self._next_hour = _next_allowed(hours, 24)
-        self._next_month = _next_allowed(months, 14)
-        self._first_month = self._next_month[1]
+        self._minutes_to_next = _minutes_to_next(self.minutes, self.hours)
         either = not (any_day or any_weekday)
-        # Bit d set when day d of a month starting on that weekday falls on one of weekdays:
-        # the week's pattern rotated to start there, repeated for five weeks.
+        # Bit d set when day d + 1 of a month starting on that weekday falls on one of
+        # weekdays: the week's pattern rotated to start there, repeated for five weeks.
         on_weekdays = []
         for first_weekday in range(7):
             week = (weekdays >> first_weekday | weekdays << (7 - first_weekday)) & 0x7F
-            on_weekdays.append(week * 0b1_0000001_0000001_0000001_0000001 << 1)
+            on_weekdays.append(week * 0b1_0000001_0000001_0000001_0000001)
+        days >>= 1
         masks = []
         for length in (28, 29, 30, 31):
-            month_days = ((1 << length) - 1) << 1
+            month_days = (1 << length) - 1
             for first_weekday in range(7):
                 weekday_days = on_weekdays[first_weekday]
                 matching = (days | weekday_days) if either else (days & weekday_days)
                 masks.append(matching & month_days)
-        #: Index (length - 28) * 7 + weekday of the 1st: bit d set when day d fires.
-        self._day_masks = tuple(masks)
+        no_days = [0] * 28
+        month_days_by_kind: list[int] = []
+        for month in range(1, 13):
+            month_days_by_kind += masks if months >> month & 1 else no_days
+        #: Indexed by a month's kind (`_MONTH_KINDS`): bit d set when day d + 1 fires.
+        self._month_days = tuple(month_days_by_kind)
+        months_ahead, ahead = [0] * 12, 12
+        for month in range(23, -1, -1):  # two years, so that December looks into January
+            months_ahead[month % 12] = ahead
+            ahead = 1 if months >> month % 12 + 1 & 1 else ahead + 1
+        #: Indexed by month - 1 (a month ordinal % 12): how many months on the next allowed one is.
+        self._months_ahead = tuple(months_ahead)
 
     def __repr__(self) -> str:
         return f"compile_cron({self.expression!r})"
 
     def next_after(self, t_ms: int) -> int:
-        """The smallest fire instant > t_ms, or HORIZON_MS if none lies before it."""
-        _check_instant(t_ms, "t_ms")
-        minute_index = t_ms // MINUTE_MS + 1
-        if minute_index * MINUTE_MS >= HORIZON_MS:
-            return HORIZON_MS
-        day_index, minute_of_day = divmod(minute_index, 1440)
-        hour, minute = divmod(minute_of_day, 60)
-        year, month, day = _civil_from_days(day_index)
-        first_of_month = day_index - day + 1
-        next_minute, next_hour, next_month = self._next_minute, self._next_hour, self._next_month
-        day_masks = self._day_masks
-        while True:
-            allowed_month = next_month[month]
-            if allowed_month != month:
-                if allowed_month < 0:
-                    year += 1
-                    if year > LAST_YEAR:
-                        return HORIZON_MS
-                    allowed_month = self._first_month
-                month, day, hour, minute = allowed_month, 1, 0, 0
-                first_of_month = _days_from_civil(year, month, 1)
-            length = _MONTH_LENGTHS[month - 1] + (month == 2 and _is_leap(year))
-            later_days = day_masks[(length - 28) * 7 + (first_of_month + 4) % 7] >> day << day
-            if not later_days:
-                first_of_month += length
-                month, day, hour, minute = month + 1, 1, 0, 0
-                continue
-            allowed_day = (later_days & -later_days).bit_length() - 1
-            if allowed_day != day:
-                day, hour, minute = allowed_day, 0, 0
-            allowed_hour = next_hour[hour]
-            if allowed_hour < 0:
-                day, hour, minute = day + 1, 0, 0
-                continue
-            if allowed_hour != hour:
-                hour, minute = allowed_hour, 0
-            allowed_minute = next_minute[minute]
-            if allowed_minute < 0:
-                hour, minute = hour + 1, 0
-                continue
-            return (((first_of_month + day - 1) * 24 + hour) * 60 + allowed_minute) * MINUTE_MS
+        """The smallest fire instant > t_ms, or HORIZON_MS if none lies before it.
+        The day's month from an estimate and the table of month starts, its firing days as one
+        bitmask, the day's next firing minute from a table: a few operations, no calendar."""
+        if type(t_ms) is not int:
+            _refuse_instant(t_ms, "t_ms")
+        minute = t_ms // 60_000 + 1  # fires are whole minutes: the first one that may fire
+        if not 0 < minute < _HORIZON_MINUTE:
+            if minute == _HORIZON_MINUTE:
+                return HORIZON_MS
+            _refuse_instant(t_ms, "t_ms")
+        day = minute // 1440
+        # Days * months / days of a 400-year cycle, shifted: the day's month or one beside it.
+        month = (day * 4800 + 1000) // 146_097
+        month_start = _MONTH_STARTS[month]
+        if month_start > day:
+            month -= 1
+            month_start = _MONTH_STARTS[month]
+        elif _MONTH_STARTS[month + 1] <= day:
+            month += 1
+            month_start = _MONTH_STARTS[month]
+        day_in_month = day - month_start
+        month_days = self._month_days
+        firing_days = month_days[_MONTH_KINDS[month]] >> day_in_month
+        minutes_to_next = self._minutes_to_next
+        if firing_days & 1:
+            wait = minutes_to_next[minute - day * 1440]
+            if wait >= 0:
+                return (minute + wait) * 60_000
+        firing_days >>= 1
+        if firing_days:
+            day += (firing_days & -firing_days).bit_length()
+        else:
+            months_ahead = self._months_ahead
+            while True:
+                month += months_ahead[month % 12]
+                if month >= _HORIZON_MONTH:
+                    return HORIZON_MS
+                firing_days = month_days[_MONTH_KINDS[month]]
+                if firing_days:
+                    break
+            day = _MONTH_STARTS[month] + (firing_days & -firing_days).bit_length() - 1
+        return (day * 1440 + minutes_to_next[0]) * 60_000
 
     def occurrences(self, after_ms: int, until_ms: int) -> Iterator[int]:
         """Every fire instant in (after_ms, until_ms], in order: the catch-up sequence.
         A matching day's remaining hours and minutes are read off the tables directly."""
-        _check_instant(after_ms, "after_ms")
+        if type(after_ms) is not int or not 0 <= after_ms < HORIZON_MS:
+            _refuse_instant(after_ms, "after_ms")
         if type(until_ms) is not int:
             raise ValueError(f"until_ms must be an integer, got {until_ms!r}")
         return self._occurrences(after_ms, until_ms)
@@ -269,22 +296,25 @@ class Cron:
             fire = self.next_after(day_start + DAY_MS - 1)
 
 
-def _check_instant(value: int, name: str) -> None:
+def _minutes_to_next(minutes: tuple[int, ...], hours: tuple[int, ...]) -> tuple[int, ...]:
+    """Entry m (0-1439): how many minutes after minute m of a firing day (counted from
+    midnight) its first firing minute at or after m is, or -1 if none is left that day.
+    Built from runs that count down, a firing hour at a time, with C-level list operations
+    rather than 1,440 Python steps."""
+    within_hour: list[int] = []  # entry m <= the last firing minute: m's wait within its hour
+    for minute in minutes:
+        within_hour += range(minute - len(within_hour), -1, -1)
+    table: list[int] = []
+    for hour in hours:
+        hour_start = hour * 60
+        first_fire = hour_start + minutes[0]
+        table += range(first_fire - len(table), first_fire - hour_start, -1)  # since the last fire
+        table += within_hour
+    table += [_NO_MINUTE_LEFT] * (1440 - len(table))
+    return tuple(table)
+
+
+def _refuse_instant(value: object, name: str) -> None:
     if type(value) is not int:
         raise ValueError(f"{name} must be an integer, got {value!r}")
-    if not 0 <= value < HORIZON_MS:
-        raise ValueError(f"{name} must lie in [0, {HORIZON_MS}), got {value}")
-
-
-def _is_leap(year: int) -> bool:
-    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a count of days since 1970-01-01 (the C calendar is fastest)."""
-    civil = date.fromordinal(days + _EPOCH_ORDINAL)
-    return civil.year, civil.month, civil.day
-
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    return date(year, month, day).toordinal() - _EPOCH_ORDINAL
+    raise ValueError(f"{name} must lie in [0, {HORIZON_MS}), got {value}")

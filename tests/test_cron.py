@@ -7,6 +7,7 @@ instants around their fire times, and checks that the two parsers accept the sam
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import itertools
 import subprocess
@@ -334,3 +335,30 @@ def test_the_bench_fails_on_any_disagreement() -> None:
         compared("next fire", [60_000, 86_400_000], [60_000, 86_460_000], cases)
     with pytest.raises(Mismatch, match="answers"):
         compared("next fire", [60_000], [60_000, 86_400_000], cases)
+
+
+def test_the_impl_month_tables_are_the_calendar() -> None:
+    """The impl reads months off tables built once per import from the leap rule (one
+    400-year cycle, repeated); random instants reach few of the 96,000 months, so every
+    month is compared here with the standard library's calendar."""
+    epoch = dt.date(1970, 1, 1).toordinal()
+    months = list(itertools.product(range(1970, 10_000), range(1, 13)))
+    assert len(impl._MONTH_KINDS) == len(months) == len(impl._MONTH_STARTS) - 1
+    assert impl._MONTH_STARTS[-1] == HORIZON_MS // 86_400_000
+    for index, (year, month) in enumerate(months):
+        first = dt.date(year, month, 1)
+        length = calendar.monthrange(year, month)[1]
+        assert impl._MONTH_STARTS[index] == first.toordinal() - epoch, (year, month)
+        assert impl._MONTH_KINDS[index] == (month - 1) * 28 + (length - 28) * 7 + first.isoweekday() % 7, \
+            (year, month)
+
+
+@given(st.sets(st.integers(0, 59), min_size=1), st.sets(st.integers(0, 23), min_size=1))
+@settings(max_examples=60, deadline=None)
+def test_the_impl_minute_table_is_a_scan_of_the_day(minutes: set[int], hours: set[int]) -> None:
+    fires = sorted(hour * 60 + minute for hour in hours for minute in minutes)
+    table = impl._minutes_to_next(tuple(sorted(minutes)), tuple(sorted(hours)))
+    assert len(table) == 1440
+    for minute_of_day in range(1440):
+        later = [fire for fire in fires if fire >= minute_of_day]
+        assert table[minute_of_day] == (later[0] - minute_of_day if later else -1)
