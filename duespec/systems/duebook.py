@@ -93,6 +93,27 @@ def edit_like_a_caller(value: Any) -> None:
         value.clear()
 
 
+def _response(value: Any) -> dict[str, Json]:
+    """A Book's answer as the JSON response, the caller's edits made after it is read."""
+    if type(value) is impl.Deferral:
+        # A tuple with read-only fields: no edit of a caller's can land (edit_like_a_caller).
+        id, owner, due_at, expires_at = value
+        return {"ok": {"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}}
+    if isinstance(value, list):
+        response = {"ok": [impl_deferral_json(d) for d in value]}
+    else:
+        response = {"ok": impl_deferral_json(value)}
+    edit_like_a_caller(value)
+    return response
+
+
+_DEFERRAL_KEYS = frozenset(("id", "owner", "due_at", "expires_at"))
+_deferral_fields = itemgetter("id", "owner", "due_at", "expires_at")
+#: The JSON type of each field of a Deferral, in order: int and str exactly (a bool id,
+#: a float time or a str subclass is another JSON value, as same_json has it).
+_DEFERRAL_TYPES = (int, str, int, int)
+
+
 class ImplTarget:
     """The production implementation behind the JSON contract, poked like a real caller.
 
@@ -111,16 +132,26 @@ class ImplTarget:
             value = impl_requests.call(self.book, op, args, now)
         except impl.DuebookError as error:
             return {"error": error.code, "message": str(error)}
+        return _response(value)
+
+    def step_against(self, op: str, args: dict[str, Json], now: int,
+                     recorded: dict[str, Json]) -> dict[str, Json] | None:
+        """step(), for a replay that holds the response `recorded`: None when the response
+        would equal it exactly (same_json: the same values of the same JSON types), else
+        the response. The usual answer, one Deferral, is compared as a tuple of fields,
+        without the response dicts that step() builds."""
+        assert self.book is not None, "reset() first"
+        try:
+            value = impl_requests.call(self.book, op, args, now)
+        except impl.DuebookError as error:
+            return {"error": error.code, "message": str(error)}
         if type(value) is impl.Deferral:
-            # A tuple with read-only fields: no edit of a caller's can land (edit_like_a_caller).
-            id, owner, due_at, expires_at = value
-            return {"ok": {"id": id, "owner": owner, "due_at": due_at, "expires_at": expires_at}}
-        if isinstance(value, list):
-            response = {"ok": [impl_deferral_json(d) for d in value]}
-        else:
-            response = {"ok": impl_deferral_json(value)}
-        edit_like_a_caller(value)
-        return response
+            ok = recorded.get("ok")
+            if (type(ok) is dict and len(recorded) == 1 and ok.keys() == _DEFERRAL_KEYS
+                    and tuple.__eq__(value, fields := _deferral_fields(ok))
+                    and tuple(map(type, fields)) == _DEFERRAL_TYPES == tuple(map(type, value))):
+                return None
+        return _response(value)
 
     def observe(self) -> dict[str, Json]:
         book = self.book
@@ -712,6 +743,10 @@ class DuebookMachine(LockstepMachine):
                                          f"  before: {before}\n  after:  {after}")
 
 
+#: The ops whose success changes the state: True adds the deferral returned, False removes it.
+_CHANGES = {"schedule": True, "claim": False, "cancel": False, "expire": False}
+
+
 class ImpliedState:
     """The observable state a duebook run's responses imply (D-26): a successful schedule
     returns the whole new deferral and takes the next id (D-03, D-04), a successful claim,
@@ -725,14 +760,17 @@ class ImpliedState:
         self.open: dict[int, Json] = {}
 
     def apply(self, op: str, args: dict[str, Json], response: dict[str, Json]) -> None:
-        deferral = response.get("ok")
-        if not isinstance(deferral, dict) or type(deferral.get("id")) is not int:
+        changes = _CHANGES.get(op)  # most steps are reads: one lookup settles them
+        if changes is None:
             return
-        if op == "schedule":
-            self.open[deferral["id"]] = deferral
-            self.next_id = deferral["id"] + 1
-        elif op in ("claim", "cancel", "expire"):
-            self.open.pop(deferral["id"], None)
+        deferral = response.get("ok")
+        if not isinstance(deferral, dict) or type(id := deferral.get("id")) is not int:
+            return
+        if changes:
+            self.open[id] = deferral
+            self.next_id = id + 1
+        else:
+            self.open.pop(id, None)
 
     def state(self) -> dict[str, Json]:
         return {"max_open": self.max_open, "next_id": self.next_id,

@@ -144,7 +144,10 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         subject = _Bounded(subject, timeout)
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
-    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout)
+    # Only duespec's own impl is trusted to compare its answers itself (step_against).
+    fast_step = getattr(subject, "step_against", None) if target == "impl" and factory is None else None
+    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout,
+                  fast_step)
     started = time.perf_counter()
     try:
         try:
@@ -212,7 +215,8 @@ class _Replay:
 
     def __init__(self, where: str, header: TraceHeader, system: System, subject: Target,
                  model_is_subject: bool, counts: ReplayResult, every: int | None,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None,
+                 fast_step: Callable[[str, Json, Json, dict[str, Json]], Json] | None = None) -> None:
         self.where, self.header, self.system, self.subject = where, header, system, subject
         self.model_is_subject, self.counts, self.every = model_is_subject, counts, every
         self.timeout = timeout
@@ -224,6 +228,8 @@ class _Replay:
         self.next_check = 0
         #: On a second pass that locates a state divergence: compare after every step from here.
         self.check_from: int | None = None
+        #: The target's step_against, when it is duespec's own impl (trusted to compare).
+        self.fast_step = fast_step
 
     # --- the start ---
 
@@ -266,23 +272,66 @@ class _Replay:
     # --- the steps ---
 
     def take_all(self, steps: Iterator[dict[str, Json]], stop_after: int | None = None) -> int:
-        taken = 0
+        """Take every step (up to `stop_after`); return how many were taken.
+
+        A step with a recorded result, no recorded state and no checkpoint after it goes
+        to the target's step_against when it has one (the in-process impl): the step and
+        the comparison in one call, no response built when it agrees. Every other step,
+        and any disagreement, takes the general path below, so what is reported is the same."""
+        counts, implied, fast = self.counts, self.implied, self.fast_step
+        apply = implied.apply if implied is not None else None
+        fast_until = self._fast_until(stop_after)
+        fast_taken = 0
         last: dict[str, Json] | None = None
-        for step in steps:
-            self.counts.steps_seen = step["i"]
-            self.take(step)
-            taken += 1
-            last = step
-            i = step["i"]
-            if "state" in step:
-                self.check_recorded_state(step)
-            elif i >= self.next_check or (self.check_from is not None and i >= self.check_from):
-                self.checkpoint(step)
-            if i == stop_after:
-                break
+        i = -1
+        try:
+            for step in steps:
+                i = step["i"]
+                if i < fast_until and (recorded := step.get("result")) is not None and "state" not in step:
+                    op, args = step["op"], step["args"]
+                    try:
+                        actual = fast(op, args, step["now"], recorded)  # type: ignore[misc]
+                    except Exception as error:
+                        raise self._failure(error, step, "the target raised") from None
+                    if actual is not None and not _responses_agree(recorded, actual):
+                        raise self.response_divergence(step, recorded, actual)
+                    fast_taken += 1
+                    if apply is not None:
+                        apply(op, args, recorded)
+                    last = step
+                    continue
+                counts.steps_seen = i
+                self.take(step)
+                last = step
+                if "state" in step:
+                    self.check_recorded_state(step)
+                elif i >= self.next_check or (self.check_from is not None and i >= self.check_from):
+                    self.checkpoint(step)
+                if i == stop_after:
+                    break
+                if self.implied is not implied:
+                    implied = self.implied
+                    apply = implied.apply if implied is not None else None
+                fast_until = self._fast_until(stop_after)
+        finally:
+            if i >= 0:
+                counts.steps_seen = i
+            counts.responses_compared += fast_taken
+            counts.recorded_results += fast_taken
         if last is not None and self.agreed_at != last["i"]:
             self.checkpoint(last)
-        return taken
+        return last["i"] + 1 if last is not None else 0
+
+    def _fast_until(self, stop_after: int | None) -> int:
+        """The first step that must take the general path: a checkpoint, the step to stop
+        at, or every step when there is no fast path or the model runs alongside."""
+        if self.fast_step is None or self.oracle is not None:
+            return -1
+        until = self.next_check
+        for limit in (self.check_from, stop_after):
+            if limit is not None and limit < until:
+                until = limit
+        return until
 
     def take(self, step: dict[str, Json]) -> None:
         op, args, now = step["op"], step["args"], step["now"]
@@ -369,7 +418,7 @@ class _Replay:
         the first step after which the states differ; raise it as the divergence."""
         self.close()
         again = _Replay(self.where, self.header, self.system, self.subject, self.model_is_subject,
-                        self.counts, every=None, timeout=self.timeout)
+                        self.counts, every=None, timeout=self.timeout, fast_step=self.fast_step)
         again.check_from = self.agreed_at + 1
         _, steps = read_trace(self.where)
         try:
