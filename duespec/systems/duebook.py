@@ -19,7 +19,7 @@ from duespec.coverage import reached
 from duespec.model import duebook as model
 from duespec.spec import duebook_invariants as spec
 from duespec.systems import System
-from duespec.targets.interface import Json
+from duespec.targets.interface import PROSE_KEYS, Json
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -107,11 +107,36 @@ def _response(value: Any) -> dict[str, Json]:
     return response
 
 
-_DEFERRAL_KEYS = frozenset(("id", "owner", "due_at", "expires_at"))
-_deferral_fields = itemgetter("id", "owner", "due_at", "expires_at")
-#: The JSON type of each field of a Deferral, in order: int and str exactly (a bool id,
-#: a float time or a str subclass is another JSON value, as same_json has it).
-_DEFERRAL_TYPES = (int, str, int, int)
+#: The ops whose success changes the state: True adds the deferral returned, False removes it.
+_CHANGES = {"schedule": True, "claim": False, "cancel": False, "expire": False}
+
+
+#: The keys an error response may have; only "error" is compared (PROSE_KEYS).
+_ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
+
+
+def _row_is(row: Json, deferral: Any) -> bool:
+    """Whether the JSON value `row` is exactly the Deferral `deferral` as a response shows
+    it (same_json: the same four keys, equal values of the same JSON types; a bool or a
+    float equals an int in Python, and a str subclass equals a str)."""
+    id, owner, due_at, expires_at = deferral
+    return (type(row) is dict and len(row) == 4
+            and type(id) is int and type(field := row.get("id")) is int and field == id
+            and type(owner) is str and type(field := row.get("owner")) is str and field == owner
+            and type(due_at) is int and type(field := row.get("due_at")) is int and field == due_at
+            and type(expires_at) is int and type(field := row.get("expires_at")) is int
+            and field == expires_at)
+
+
+def _rows_are(rows: Json, deferrals: list[Any]) -> bool:
+    """Whether the JSON value `rows` is exactly the list `deferrals` as a response shows it."""
+    if type(rows) is not list or len(rows) != len(deferrals):
+        return False
+    deferral = impl.Deferral
+    for row, value in zip(rows, deferrals):
+        if type(value) is not deferral or not _row_is(row, value):
+            return False
+    return True
 
 
 class ImplTarget:
@@ -134,24 +159,48 @@ class ImplTarget:
             return {"error": error.code, "message": str(error)}
         return _response(value)
 
-    def step_against(self, op: str, args: dict[str, Json], now: int,
-                     recorded: dict[str, Json]) -> dict[str, Json] | None:
-        """step(), for a replay that holds the response `recorded`: None when the response
-        would equal it exactly (same_json: the same values of the same JSON types), else
-        the response. The usual answer, one Deferral, is compared as a tuple of fields,
-        without the response dicts that step() builds."""
-        assert self.book is not None, "reset() first"
-        try:
-            value = impl_requests.call(self.book, op, args, now)
-        except impl.DuebookError as error:
-            return {"error": error.code, "message": str(error)}
-        if type(value) is impl.Deferral:
-            ok = recorded.get("ok")
-            if (type(ok) is dict and len(recorded) == 1 and ok.keys() == _DEFERRAL_KEYS
-                    and tuple.__eq__(value, fields := _deferral_fields(ok))
-                    and tuple(map(type, fields)) == _DEFERRAL_TYPES == tuple(map(type, value))):
+    def recorded_step_checker(self, implied: ImpliedState | None) -> Callable[[dict[str, Json]], Json]:
+        """For replay: a function that takes a recorded step (one with a `result`) on this
+        Book and returns None when the response is the recorded result exactly (as
+        same_json has it, a message beside an error aside), having applied the step to
+        `implied`; else the response, as step() gives it, for the general comparison
+        (which applies it). The usual request calls the Book's method directly and the
+        usual answer is compared field by field, with no response built."""
+        book = self.book
+        assert book is not None, "reset() first"
+        opened = implied.open if implied is not None else None
+        calls, call, failed, deferral = impl_requests.CALLS, impl_requests.call, impl.DuebookError, impl.Deferral
+
+        def check(step: dict[str, Json]) -> Json:
+            op, args, now, recorded = step["op"], step["args"], step["now"], step["result"]
+            try:
+                known = calls.get(op)
+                if known is not None and type(args) is dict and args.keys() == known[0]:
+                    value = known[1](book, args, now)  # what call() does with the usual request
+                else:
+                    value = call(book, op, args, now)
+            except failed as error:
+                code = error.code
+                if (type(code) is str and recorded.get("error") == code and type(recorded["error"]) is str
+                        and recorded.keys() <= _ERROR_KEYS):
+                    return None  # the same error; the message is for people
+                return {"error": code, "message": str(error)}
+            if type(value) is deferral:
+                if len(recorded) == 1 and _row_is(ok := recorded.get("ok"), value):
+                    if opened is not None:  # ImpliedState.apply, inline
+                        changes = _CHANGES.get(op)
+                        if changes:
+                            opened[value[0]] = ok
+                            implied.next_id = value[0] + 1  # type: ignore[union-attr]
+                        elif changes is not None:
+                            opened.pop(value[0], None)
+                    return None
+            elif type(value) is list and len(recorded) == 1 and _rows_are(recorded.get("ok"), value):
+                value.clear()  # what edit_like_a_caller does to a list of Deferrals
                 return None
-        return _response(value)
+            return _response(value)
+
+        return check
 
     def observe(self) -> dict[str, Json]:
         book = self.book
@@ -741,10 +790,6 @@ class DuebookMachine(LockstepMachine):
                 if not transition(before, step, after):
                     raise AssertionError(f"{transition.__name__} broken by step {step}\n"
                                          f"  before: {before}\n  after:  {after}")
-
-
-#: The ops whose success changes the state: True adds the deferral returned, False removes it.
-_CHANGES = {"schedule": True, "claim": False, "cancel": False, "expire": False}
 
 
 class ImpliedState:

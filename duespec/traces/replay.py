@@ -144,10 +144,9 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         subject = _Bounded(subject, timeout)
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
-    # Only duespec's own impl is trusted to compare its answers itself (step_against).
-    fast_step = getattr(subject, "step_against", None) if target == "impl" and factory is None else None
-    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout,
-                  fast_step)
+    # Only duespec's own impl is trusted to compare its answers itself (recorded_step_checker).
+    trusted = target == "impl" and factory is None
+    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout, trusted)
     started = time.perf_counter()
     try:
         try:
@@ -215,8 +214,7 @@ class _Replay:
 
     def __init__(self, where: str, header: TraceHeader, system: System, subject: Target,
                  model_is_subject: bool, counts: ReplayResult, every: int | None,
-                 timeout: float | None = None,
-                 fast_step: Callable[[str, Json, Json, dict[str, Json]], Json] | None = None) -> None:
+                 timeout: float | None = None, trusted: bool = False) -> None:
         self.where, self.header, self.system, self.subject = where, header, system, subject
         self.model_is_subject, self.counts, self.every = model_is_subject, counts, every
         self.timeout = timeout
@@ -228,8 +226,10 @@ class _Replay:
         self.next_check = 0
         #: On a second pass that locates a state divergence: compare after every step from here.
         self.check_from: int | None = None
-        #: The target's step_against, when it is duespec's own impl (trusted to compare).
-        self.fast_step = fast_step
+        #: Whether the target is duespec's own impl, trusted to compare its answers itself.
+        self.trusted = trusted
+        #: Its recorded_step_checker, made for each pass once the target is reset.
+        self.check: Callable[[dict[str, Json]], Json] | None = None
 
     # --- the start ---
 
@@ -275,11 +275,12 @@ class _Replay:
         """Take every step (up to `stop_after`); return how many were taken.
 
         A step with a recorded result, no recorded state and no checkpoint after it goes
-        to the target's step_against when it has one (the in-process impl): the step and
-        the comparison in one call, no response built when it agrees. Every other step,
-        and any disagreement, takes the general path below, so what is reported is the same."""
-        counts, implied, fast = self.counts, self.implied, self.fast_step
-        apply = implied.apply if implied is not None else None
+        to the target's recorded_step_checker when it has one (the in-process impl): the
+        step, the comparison and the implied state's update in one call, no response built
+        when it agrees. Every other step, and any disagreement, takes the general path, so
+        what is reported is the same."""
+        counts = self.counts
+        check = self.check = self._recorded_step_checker()
         fast_until = self._fast_until(stop_after)
         fast_taken = 0
         last: dict[str, Json] | None = None
@@ -287,17 +288,14 @@ class _Replay:
         try:
             for step in steps:
                 i = step["i"]
-                if i < fast_until and (recorded := step.get("result")) is not None and "state" not in step:
-                    op, args = step["op"], step["args"]
+                if i < fast_until and "result" in step and "state" not in step:
                     try:
-                        actual = fast(op, args, step["now"], recorded)  # type: ignore[misc]
+                        actual = check(step)  # type: ignore[misc]
                     except Exception as error:
                         raise self._failure(error, step, "the target raised") from None
-                    if actual is not None and not _responses_agree(recorded, actual):
-                        raise self.response_divergence(step, recorded, actual)
+                    if actual is not None:
+                        self.agree(step, step["result"], actual)
                     fast_taken += 1
-                    if apply is not None:
-                        apply(op, args, recorded)
                     last = step
                     continue
                 counts.steps_seen = i
@@ -309,9 +307,6 @@ class _Replay:
                     self.checkpoint(step)
                 if i == stop_after:
                     break
-                if self.implied is not implied:
-                    implied = self.implied
-                    apply = implied.apply if implied is not None else None
                 fast_until = self._fast_until(stop_after)
         finally:
             if i >= 0:
@@ -322,10 +317,14 @@ class _Replay:
             self.checkpoint(last)
         return last["i"] + 1 if last is not None else 0
 
+    def _recorded_step_checker(self) -> Callable[[dict[str, Json]], Json] | None:
+        make = getattr(self.subject, "recorded_step_checker", None) if self.trusted else None
+        return make(self.implied) if make is not None else None
+
     def _fast_until(self, stop_after: int | None) -> int:
         """The first step that must take the general path: a checkpoint, the step to stop
         at, or every step when there is no fast path or the model runs alongside."""
-        if self.fast_step is None or self.oracle is not None:
+        if self.check is None or self.oracle is not None:
             return -1
         until = self.next_check
         for limit in (self.check_from, stop_after):
@@ -343,13 +342,10 @@ class _Replay:
                 actual = self.subject.step(op, args, now)
             except Exception as error:
                 raise self._failure(error, step, "the target raised") from None
-            if not _responses_agree(recorded, actual):
-                raise self.response_divergence(step, recorded, actual)
+            self.agree(step, recorded, actual)
             counts = self.counts
             counts.responses_compared += 1
             counts.recorded_results += 1
-            if self.implied is not None:
-                self.implied.apply(op, args, recorded)
             return
         if recorded is None and self.oracle is None and not self.model_is_subject:
             self.oracle = self.model_through(step["i"] - 1)
@@ -369,6 +365,14 @@ class _Replay:
         self.counts.recorded_results += recorded is not None
         if self.implied is not None:
             self.implied.apply(op, args, expected)
+
+    def agree(self, step: dict[str, Json], recorded: dict[str, Json], actual: Json) -> None:
+        """The target's answer against the recorded result: a divergence unless they agree,
+        else the implied state moves on."""
+        if not _responses_agree(recorded, actual):
+            raise self.response_divergence(step, recorded, actual)
+        if self.implied is not None:
+            self.implied.apply(step["op"], step["args"], recorded)
 
     # --- states ---
 
@@ -418,7 +422,7 @@ class _Replay:
         the first step after which the states differ; raise it as the divergence."""
         self.close()
         again = _Replay(self.where, self.header, self.system, self.subject, self.model_is_subject,
-                        self.counts, every=None, timeout=self.timeout, fast_step=self.fast_step)
+                        self.counts, every=None, timeout=self.timeout, trusted=self.trusted)
         again.check_from = self.agreed_at + 1
         _, steps = read_trace(self.where)
         try:
