@@ -4,6 +4,7 @@ lockstep machine that drives them through the whole protocol of docs/operations.
 from __future__ import annotations
 
 import bisect
+import marshal
 import unicodedata
 from dataclasses import dataclass
 from operator import itemgetter
@@ -59,6 +60,7 @@ class ModelTarget:
 
 
 _by_id = itemgetter("id")
+_first = itemgetter(0)
 
 
 def impl_deferral_json(d: Any) -> dict[str, Json]:
@@ -115,28 +117,28 @@ _CHANGES = {"schedule": True, "claim": False, "cancel": False, "expire": False}
 _ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
 
 
-def _row_is(row: Json, deferral: Any) -> bool:
-    """Whether the JSON value `row` is exactly the Deferral `deferral` as a response shows
-    it (same_json: the same four keys, equal values of the same JSON types; a bool or a
-    float equals an int in Python, and a str subclass equals a str)."""
-    id, owner, due_at, expires_at = deferral
-    return (type(row) is dict and len(row) == 4
-            and type(id) is int and type(field := row.get("id")) is int and field == id
-            and type(owner) is str and type(field := row.get("owner")) is str and field == owner
-            and type(due_at) is int and type(field := row.get("due_at")) is int and field == due_at
-            and type(expires_at) is int and type(field := row.get("expires_at")) is int
-            and field == expires_at)
+_deferral_fields = itemgetter("id", "owner", "due_at", "expires_at")
 
 
 def _rows_are(rows: Json, deferrals: list[Any]) -> bool:
-    """Whether the JSON value `rows` is exactly the list `deferrals` as a response shows it."""
+    """Whether the JSON value `rows` is exactly the list `deferrals` as a response or a
+    state shows it, checked a pass at a time in C: each row has the four fields and no
+    other key, and the rows' fields marshal to the same bytes as the Deferrals' (marshal
+    writes int, bool, float and str each its own way and refuses subclasses)."""
     if type(rows) is not list or len(rows) != len(deferrals):
         return False
-    deferral = impl.Deferral
-    for row, value in zip(rows, deferrals):
-        if type(value) is not deferral or not _row_is(row, value):
-            return False
-    return True
+    if not rows:
+        return True
+    try:
+        recorded = list(map(_deferral_fields, rows))
+    except (KeyError, TypeError):  # a row without one of the fields, or not an object
+        return False
+    if set(map(len, rows)) != {4} or set(map(type, deferrals)) != {impl.Deferral}:
+        return False
+    try:
+        return marshal.dumps(recorded, 2) == marshal.dumps(list(map(tuple, deferrals)), 2)
+    except ValueError:  # a subclass of int or str among the fields: not a JSON value
+        return False
 
 
 class ImplTarget:
@@ -186,14 +188,24 @@ class ImplTarget:
                     return None  # the same error; the message is for people
                 return {"error": code, "message": str(error)}
             if type(value) is deferral:
-                if len(recorded) == 1 and _row_is(ok := recorded.get("ok"), value):
+                id, owner, due_at, expires_at = value
+                try:  # the response's row exactly (same_json: a bool or a float equals an int in Python)
+                    agrees = (len(recorded) == 1 and type(ok := recorded["ok"]) is dict and len(ok) == 4
+                              and type(id) is int and type(field := ok["id"]) is int and field == id
+                              and type(owner) is str and type(field := ok["owner"]) is str and field == owner
+                              and type(due_at) is int and type(field := ok["due_at"]) is int
+                              and field == due_at and type(expires_at) is int
+                              and type(field := ok["expires_at"]) is int and field == expires_at)
+                except KeyError:
+                    agrees = False
+                if agrees:
                     if opened is not None:  # ImpliedState.apply, inline
                         changes = _CHANGES.get(op)
                         if changes:
-                            opened[value[0]] = ok
-                            implied.next_id = value[0] + 1  # type: ignore[union-attr]
+                            opened[id] = ok
+                            implied.next_id = id + 1  # type: ignore[union-attr]
                         elif changes is not None:
-                            opened.pop(value[0], None)
+                            opened.pop(id, None)
                     return None
             elif type(value) is list and len(recorded) == 1 and _rows_are(recorded.get("ok"), value):
                 value.clear()  # what edit_like_a_caller does to a list of Deferrals
@@ -201,6 +213,20 @@ class ImplTarget:
             return _response(value)
 
         return check
+
+    def state_is(self, want: Json) -> bool:
+        """Whether observe() would give `want` exactly (same_json), told without building
+        it: replay's checkpoints compare the whole state this way."""
+        book = self.book
+        assert book is not None, "reset() first"
+        max_open, next_id = book.max_open, book.next_id
+        try:
+            return (type(want) is dict and len(want) == 3
+                    and type(max_open) is int and type(value := want["max_open"]) is int and value == max_open
+                    and type(next_id) is int and type(value := want["next_id"]) is int and value == next_id
+                    and _rows_are(want["open"], sorted(book.open_deferrals(), key=_first)))
+        except KeyError:
+            return False
 
     def observe(self) -> dict[str, Json]:
         book = self.book

@@ -385,6 +385,10 @@ class _Replay:
         want = self.expected_state()
         if want is None:
             return
+        state_is = getattr(self.subject, "state_is", None) if self.trusted else None
+        if state_is is not None and self._attempt(lambda: state_is(want), step, "the target's observe() raised"):
+            self._agreed(step, want)  # told without building the target's state
+            return
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
         if not same_json(want, have):
             raise _StateDiffers(step, describe_divergence(step, "state", want, have,
