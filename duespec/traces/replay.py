@@ -274,21 +274,22 @@ class _Replay:
     def take_all(self, steps: Iterator[dict[str, Json]], stop_after: int | None = None) -> int:
         """Take every step (up to `stop_after`); return how many were taken.
 
-        A step with a recorded result, no recorded state and no checkpoint after it goes
-        to the target's recorded_step_checker when it has one (the in-process impl): the
-        step, the comparison and the implied state's update in one call, no response built
-        when it agrees. Every other step, and any disagreement, takes the general path, so
-        what is reported is the same."""
+        A step with a recorded result goes, while no model runs alongside, to the
+        target's recorded_step_checker when it has one (the in-process impl): the step, the
+        comparison and the implied state's update in one call, no response built when it
+        agrees. Every other step, and any disagreement, takes the general path, so what is
+        reported is the same."""
         counts = self.counts
         check = self.check = self._recorded_step_checker()
-        fast_until = self._fast_until(stop_after)
+        fast = check is not None and self.oracle is None
+        check_at = self._check_at(stop_after)
         fast_taken = 0
         last: dict[str, Json] | None = None
         i = -1
         try:
             for step in steps:
                 i = step["i"]
-                if i < fast_until and "result" in step and "state" not in step:
+                if fast and "result" in step:
                     try:
                         actual = check(step)  # type: ignore[misc]
                     except Exception as error:
@@ -296,18 +297,20 @@ class _Replay:
                     if actual is not None:
                         self.agree(step, step["result"], actual)
                     fast_taken += 1
-                    last = step
-                    continue
-                counts.steps_seen = i
-                self.take(step)
+                else:
+                    counts.steps_seen = i
+                    self.take(step)
+                    fast = check is not None and self.oracle is None
                 last = step
+                if i < check_at and "state" not in step:
+                    continue  # no state to compare after this step, and not the one to stop at
                 if "state" in step:
                     self.check_recorded_state(step)
                 elif i >= self.next_check or (self.check_from is not None and i >= self.check_from):
                     self.checkpoint(step)
                 if i == stop_after:
                     break
-                fast_until = self._fast_until(stop_after)
+                check_at = self._check_at(stop_after)
         finally:
             if i >= 0:
                 counts.steps_seen = i
@@ -321,16 +324,14 @@ class _Replay:
         make = getattr(self.subject, "recorded_step_checker", None) if self.trusted else None
         return make(self.implied) if make is not None else None
 
-    def _fast_until(self, stop_after: int | None) -> int:
-        """The first step that must take the general path: a checkpoint, the step to stop
-        at, or every step when there is no fast path or the model runs alongside."""
-        if self.check is None or self.oracle is not None:
-            return -1
-        until = self.next_check
+    def _check_at(self, stop_after: int | None) -> int:
+        """The next step after which something more than the step itself is due: a
+        checkpoint, or the step to stop at."""
+        at = self.next_check
         for limit in (self.check_from, stop_after):
-            if limit is not None and limit < until:
-                until = limit
-        return until
+            if limit is not None and limit < at:
+                at = limit
+        return at
 
     def take(self, step: dict[str, Json]) -> None:
         op, args, now = step["op"], step["args"], step["now"]
