@@ -21,7 +21,11 @@ against the model itself, only the recorded results (and states, if any) count.
 
 `impl` and `model` are duespec's own code in this process, so they run without the
 per-call deadline other in-process targets get (its SIGALRM watch costs a few
-microseconds a call; `duespec bench --only traces` measures it).
+microseconds a call; `duespec bench --only traces` measures it). The impl, when its
+system offers one (duebook), is also trusted with a fused check: recorded_step_checker
+takes a recorded step and compares the answer in one call, state_is compares a
+checkpoint's state without building it; whatever they do not find equal goes through
+the general comparison, so the report is the same as on the general path.
 """
 
 from __future__ import annotations
