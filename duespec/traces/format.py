@@ -186,11 +186,10 @@ def _steps(handle: Any, where: str) -> Iterator[dict[str, Json]]:
                         step = loads(text)
                     except decode_error:
                         step = None
-            if not (type(step) is dict and type(step.get("i")) is int and step["i"] == index
+            # The usual step (a result, no state) checked inline; any other, by _well_formed.
+            if not (type(step) is dict and type(i := step.get("i")) is int and i == index
                     and type(step.get("op")) is str and "args" in step and "now" in step
-                    and type(step.get("result", _A_DICT)) is dict
-                    and type(step.get("state", _A_DICT)) is dict
-                    and len(step) == 4 + ("result" in step) + ("state" in step)):  # _well_formed, inline
+                    and (len(step) == 5 and type(step.get("result")) is dict or _well_formed(step, index))):
                 line = index + 2
                 step = check_step(_parse(_within_limit(text, where, line), where, line), index, where, line)
             yield step
