@@ -82,7 +82,11 @@ def _kind_of(mode: int) -> str:
 
 def read_line(handle: IO[bytes], line: int) -> bytes:
     """The next line (b"" at the end), refused once it passes MAX_LINE_BYTES."""
-    text = handle.readline(MAX_LINE_BYTES + 1)
+    return check_line_length(handle.readline(MAX_LINE_BYTES + 1), line)
+
+
+def check_line_length(text: bytes, line: int) -> bytes:
+    """`text`, read MAX_LINE_BYTES + 1 bytes at most, unless it is longer than a line may be."""
     if len(text) > MAX_LINE_BYTES:
         raise InputError(f"line longer than {MAX_LINE_BYTES:,} bytes (the limit on a trace line)", line)
     return text
@@ -108,8 +112,8 @@ def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH)
     json; anything orjson refuses (lone surrogate escapes, which json accepts, among them)
     takes the strict path below, which accepts exactly what it always did and names the
     problem in its own words."""
-    shape = data.translate(_SHAPE)
-    if shape.count(b"[") <= max_depth and _ORJSON_UNSAFE not in shape:
+    shape = data.translate(ORJSON_SHAPE)
+    if shape.count(b"[") <= max_depth and shape.find(ORJSON_UNSAFE) < 0:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -144,12 +148,14 @@ def _no_constant(name: str) -> Any:
 _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
 _BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 #: The text with every digit as 0, every opening bracket as [ and all else blank: what the
-#: fast path looks at (a bytes search, far cheaper than a regex).
-_SHAPE = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord("[") if c in b"[{" else ord(" ")
-               for c in range(256))
+#: fast path looks at (a bytes search, far cheaper than a regex). Text whose shape has no
+#: more [ than the depth limit and no ORJSON_UNSAFE is parsed by orjson as json would.
+ORJSON_SHAPE = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord("[") if c in b"[{" else ord(" ")
+                     for c in range(256))
 #: A digit run long enough to reach 2^64, where orjson parses an integer as a float and
-#: json does not.
-_ORJSON_UNSAFE = b"0" * 19
+#: json does not. (Searched with find: `in` first tries the needle as a byte value and
+#: formats a TypeError, which costs more than the search.)
+ORJSON_UNSAFE = b"0" * 19
 _LONG_NUMBER = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
 
 

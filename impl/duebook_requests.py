@@ -11,7 +11,7 @@ from typing import Any, Callable
 from duespec.impl.duebook import Book, Deferral, Invalid
 
 #: op -> (its argument names, as docs/operations.md lists them; how the Book is called).
-_CALLS: dict[str, tuple[frozenset[str], Callable[[Book, dict[str, Any], Any], Any]]] = {
+CALLS: dict[str, tuple[frozenset[str], Callable[[Book, dict[str, Any], Any], Any]]] = {
     "schedule": (frozenset({"owner", "delay", "ttl"}),
                  lambda book, a, now: book.schedule(a["owner"], a["delay"], a["ttl"], now)),
     "claim": (frozenset({"id"}), lambda book, a, now: book.claim(a["id"], now)),
@@ -25,9 +25,9 @@ _CALLS: dict[str, tuple[frozenset[str], Callable[[Book, dict[str, Any], Any], An
 
 def call(book: Book, op: Any, args: Any, now: Any) -> Deferral | list[Deferral]:
     """Run one request; every failure, a malformed request included, is a DuebookError."""
-    known = _CALLS.get(op) if type(op) is str or isinstance(op, str) else None
+    known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None
     if known is None:
-        raise Invalid(f"unknown op {op!r}; the Book has {', '.join(_CALLS)}")
+        raise Invalid(f"unknown op {op!r}; the Book has {', '.join(CALLS)}")
     names, run = known
     if type(args) is dict and args.keys() == names:
         return run(book, args, now)  # the usual request, checked in two C comparisons

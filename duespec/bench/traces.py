@@ -5,7 +5,8 @@
    and the 10,000-open rate against the 1-open rate (goal: no more than 2x slower).
    Reading and validating the trace alone is measured beside them, as the floor.
 2. What the per-call deadline of in-process targets costs: the same replay through the
-   SIGALRM-watched target that `module:factory` targets get, against the unwatched impl.
+   SIGALRM-watched target that `module:factory` targets get (and the general comparison
+   any target but duespec's own impl gets), against the unwatched impl.
 3. Replay of a schedules trace against the implementation (the model runs alongside: its
    responses do not show every change).
 4. Peak traced memory replaying (and exporting to ITF) a long trace against one a tenth
@@ -162,7 +163,8 @@ def replay_figures(directory: Path, quick: bool) -> list[Figure]:
                                      replaying(paths[1], "impl (watched)", factory=watched)], repeats)
     found.append(ratio_figure(SECTION, "replay time per step, watched by a deadline / unwatched", deadline,
                               unwatched, baseline="impl without the per-call SIGALRM deadline",
-                              note="what `replay --target impl` saves by running its own code unwatched"))
+                              note="what `replay --target impl` saves by running its own code unwatched "
+                                   "and comparing through its fused path"))
     return found
 
 

@@ -4,9 +4,10 @@ lockstep machine that drives them through the whole protocol of docs/operations.
 from __future__ import annotations
 
 import bisect
+import marshal
 import unicodedata
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Callable
 
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ from duespec.coverage import reached
 from duespec.model import duebook as model
 from duespec.spec import duebook_invariants as spec
 from duespec.systems import System
-from duespec.targets.interface import Json
+from duespec.targets.interface import PROSE_KEYS, Json
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -59,6 +60,7 @@ class ModelTarget:
 
 
 _by_id = itemgetter("id")
+_deferral_id = attrgetter("id")
 
 
 def impl_deferral_json(d: Any) -> dict[str, Json]:
@@ -93,6 +95,53 @@ def edit_like_a_caller(value: Any) -> None:
         value.clear()
 
 
+def _response(value: Any) -> dict[str, Json]:
+    """A Book's answer as the JSON response, the caller's edits made after it is read."""
+    if type(value) is impl.Deferral:
+        # Frozen: no edit of a caller's can land (edit_like_a_caller).
+        return {"ok": {"id": value.id, "owner": value.owner, "due_at": value.due_at,
+                       "expires_at": value.expires_at}}
+    if isinstance(value, list):
+        response = {"ok": [impl_deferral_json(d) for d in value]}
+    else:
+        response = {"ok": impl_deferral_json(value)}
+    edit_like_a_caller(value)
+    return response
+
+
+#: The ops whose success changes the state: True adds the deferral returned, False removes it.
+_CHANGES = {"schedule": True, "claim": False, "cancel": False, "expire": False}
+
+
+#: The keys an error response may have; only "error" is compared (PROSE_KEYS).
+_ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
+
+
+_deferral_fields = itemgetter("id", "owner", "due_at", "expires_at")
+_impl_fields = attrgetter("id", "owner", "due_at", "expires_at")
+
+
+def _rows_are(rows: Json, deferrals: list[Any]) -> bool:
+    """Whether the JSON value `rows` is exactly the list `deferrals` as a response or a
+    state shows it, checked a pass at a time in C: each row has the four fields and no
+    other key, and the rows' fields marshal to the same bytes as the Deferrals' (marshal
+    writes int, bool, float and str each its own way and refuses subclasses)."""
+    if type(rows) is not list or len(rows) != len(deferrals):
+        return False
+    if not rows:
+        return True
+    try:
+        recorded = list(map(_deferral_fields, rows))
+    except (KeyError, TypeError):  # a row without one of the fields, or not an object
+        return False
+    if set(map(len, rows)) != {4} or set(map(type, deferrals)) != {impl.Deferral}:
+        return False
+    try:
+        return marshal.dumps(recorded, 2) == marshal.dumps(list(map(_impl_fields, deferrals)), 2)
+    except ValueError:  # a subclass of int or str among the fields: not a JSON value
+        return False
+
+
 class ImplTarget:
     """The production implementation behind the JSON contract, poked like a real caller.
 
@@ -111,16 +160,74 @@ class ImplTarget:
             value = impl_requests.call(self.book, op, args, now)
         except impl.DuebookError as error:
             return {"error": error.code, "message": str(error)}
-        if type(value) is impl.Deferral:
-            # Frozen: no edit of a caller's can land (edit_like_a_caller).
-            return {"ok": {"id": value.id, "owner": value.owner, "due_at": value.due_at,
-                           "expires_at": value.expires_at}}
-        if isinstance(value, list):
-            response = {"ok": [impl_deferral_json(d) for d in value]}
-        else:
-            response = {"ok": impl_deferral_json(value)}
-        edit_like_a_caller(value)
-        return response
+        return _response(value)
+
+    def recorded_step_checker(self, implied: ImpliedState | None) -> Callable[[dict[str, Json]], Json]:
+        """For replay: a function that takes a recorded step (one with a `result`) on this
+        Book and returns None when the response is the recorded result exactly (as
+        same_json has it, a message beside an error aside), having applied the step to
+        `implied`; else the response, as step() gives it, for the general comparison
+        (which applies it). The usual request calls the Book's method directly and the
+        usual answer is compared field by field, with no response built."""
+        book = self.book
+        assert book is not None, "reset() first"
+        opened = implied.open if implied is not None else None
+        calls, call, failed, deferral = impl_requests.CALLS, impl_requests.call, impl.DuebookError, impl.Deferral
+
+        def check(step: dict[str, Json]) -> Json:
+            op, args, now, recorded = step["op"], step["args"], step["now"], step["result"]
+            try:
+                known = calls.get(op)
+                if known is not None and type(args) is dict and args.keys() == known[0]:
+                    value = known[1](book, args, now)  # what call() does with the usual request
+                else:
+                    value = call(book, op, args, now)
+            except failed as error:
+                code = error.code
+                if (type(code) is str and recorded.get("error") == code and type(recorded["error"]) is str
+                        and recorded.keys() <= _ERROR_KEYS):
+                    return None  # the same error; the message is for people
+                return {"error": code, "message": str(error)}
+            if type(value) is deferral:
+                id, owner, due_at, expires_at = value.id, value.owner, value.due_at, value.expires_at
+                try:  # the response's row exactly (same_json: a bool or a float equals an int in Python)
+                    agrees = (len(recorded) == 1 and type(ok := recorded["ok"]) is dict and len(ok) == 4
+                              and type(id) is int and type(field := ok["id"]) is int and field == id
+                              and type(owner) is str and type(field := ok["owner"]) is str and field == owner
+                              and type(due_at) is int and type(field := ok["due_at"]) is int
+                              and field == due_at and type(expires_at) is int
+                              and type(field := ok["expires_at"]) is int and field == expires_at)
+                except KeyError:
+                    agrees = False
+                if agrees:
+                    if opened is not None:  # ImpliedState.apply, inline
+                        changes = _CHANGES.get(op)
+                        if changes:
+                            opened[id] = ok
+                            implied.next_id = id + 1  # type: ignore[union-attr]
+                        elif changes is not None:
+                            opened.pop(id, None)
+                    return None
+            elif type(value) is list and len(recorded) == 1 and _rows_are(recorded.get("ok"), value):
+                value.clear()  # what edit_like_a_caller does to a list of Deferrals
+                return None
+            return _response(value)
+
+        return check
+
+    def state_is(self, want: Json) -> bool:
+        """Whether observe() would give `want` exactly (same_json), told without building
+        it: replay's checkpoints compare the whole state this way."""
+        book = self.book
+        assert book is not None, "reset() first"
+        max_open, next_id = book.max_open, book.next_id
+        try:
+            return (type(want) is dict and len(want) == 3
+                    and type(max_open) is int and type(value := want["max_open"]) is int and value == max_open
+                    and type(next_id) is int and type(value := want["next_id"]) is int and value == next_id
+                    and _rows_are(want["open"], sorted(book.open_deferrals(), key=_deferral_id)))
+        except KeyError:
+            return False
 
     def observe(self) -> dict[str, Json]:
         book = self.book
@@ -722,14 +829,17 @@ class ImpliedState:
         self.open: dict[int, Json] = {}
 
     def apply(self, op: str, args: dict[str, Json], response: dict[str, Json]) -> None:
-        deferral = response.get("ok")
-        if not isinstance(deferral, dict) or type(deferral.get("id")) is not int:
+        changes = _CHANGES.get(op)  # most steps are reads: one lookup settles them
+        if changes is None:
             return
-        if op == "schedule":
-            self.open[deferral["id"]] = deferral
-            self.next_id = deferral["id"] + 1
-        elif op in ("claim", "cancel", "expire"):
-            self.open.pop(deferral["id"], None)
+        deferral = response.get("ok")
+        if not isinstance(deferral, dict) or type(id := deferral.get("id")) is not int:
+            return
+        if changes:
+            self.open[id] = deferral
+            self.next_id = id + 1
+        else:
+            self.open.pop(id, None)
 
     def state(self) -> dict[str, Json]:
         return {"max_open": self.max_open, "next_id": self.next_id,

@@ -15,7 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from duespec.limits import MAX_LINE_BYTES, InputError, open_regular, parse_json, read_line, text_problem
+import orjson
+
+from duespec.limits import (MAX_DEPTH, MAX_LINE_BYTES, ORJSON_SHAPE, ORJSON_UNSAFE, InputError, check_line_length,
+                            open_regular, parse_json, read_line, text_problem)
 from duespec.outputs import AtomicFile
 from duespec.systems import NAMES, get_system
 
@@ -95,10 +98,7 @@ class TraceHeader:
 
 def check_step(step: Json, expected_i: int, where: str, line: int | None) -> dict[str, Json]:
     """Validate one step object against the format; return it unchanged."""
-    if (type(step) is dict and _STEP_KEYS.issuperset(step) and type(step.get("i")) is int
-            and step["i"] == expected_i and type(step.get("op")) is str and "args" in step
-            and "now" in step and type(step.get("result", _A_DICT)) is dict
-            and type(step.get("state", _A_DICT)) is dict):
+    if _well_formed(step, expected_i):
         return step  # the usual well-formed step, checked in a few C calls
     def fail(problem: str) -> TraceError:
         return TraceError(where, line, f"step: {problem}")
@@ -151,12 +151,48 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict
     return header, _steps(handle, where)
 
 
+def _well_formed(step: Json, i: int) -> bool:
+    """The usual step, checked in a few C calls: required keys there (i the expected int, op
+    a string), optional ones objects, and no other key (the count says so)."""
+    return (type(step) is dict and type(step.get("i")) is int and step["i"] == i
+            and type(step.get("op")) is str and "args" in step and "now" in step
+            and type(step.get("result", _A_DICT)) is dict and type(step.get("state", _A_DICT)) is dict
+            and len(step) == 4 + ("result" in step) + ("state" in step))
+
+
 def _steps(handle: Any, where: str) -> Iterator[dict[str, Json]]:
+    """The steps after the header, each checked as it is read.
+
+    The usual line (within the length limit, a shape orjson parses as json would, a
+    well-formed step) is read, parsed and checked here in a handful of C calls, with no
+    call per line into the helpers; any other line takes the careful path (_read,
+    _parse, check_step), which accepts exactly the same and names what is wrong."""
+    loads, decode_error, shape_of, unsafe = orjson.loads, orjson.JSONDecodeError, ORJSON_SHAPE, ORJSON_UNSAFE
+    readline, too_long = handle.readline, MAX_LINE_BYTES + 1
     with handle:
         index = 0
-        while text := _read(handle, where, index + 2):
-            line = index + 2
-            yield check_step(_parse(text, where, line), index, where, line)
+        while True:
+            try:
+                text = readline(too_long)
+            except OSError as error:
+                raise TraceError(where, index + 2, f"cannot read: {error.strerror or error}") from None
+            if not text:
+                return
+            step = None
+            if len(text) < too_long:
+                shape = text.translate(shape_of)
+                if shape.count(b"[") <= MAX_DEPTH and shape.find(unsafe) < 0:
+                    try:
+                        step = loads(text)
+                    except decode_error:
+                        step = None
+            # The usual step (a result, no state) checked inline; any other, by _well_formed.
+            if not (type(step) is dict and type(i := step.get("i")) is int and i == index
+                    and type(step.get("op")) is str and "args" in step and "now" in step
+                    and (len(step) == 5 and type(step.get("result")) is dict or _well_formed(step, index))):
+                line = index + 2
+                step = check_step(_parse(_within_limit(text, where, line), where, line), index, where, line)
+            yield step
             index += 1
 
 
@@ -167,6 +203,14 @@ def _read(handle: Any, where: str, line: int) -> bytes:
         raise TraceError(where, line, error.problem) from None
     except OSError as error:
         raise TraceError(where, line, f"cannot read: {error.strerror or error}") from None
+
+
+def _within_limit(text: bytes, where: str, line: int) -> bytes:
+    """`text` as read_line gave it: refused when longer than a line may be."""
+    try:
+        return check_line_length(text, line)
+    except InputError as error:
+        raise TraceError(where, line, error.problem) from None
 
 
 def _parse(text: bytes, where: str, line: int) -> Json:

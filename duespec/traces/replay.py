@@ -21,7 +21,11 @@ against the model itself, only the recorded results (and states, if any) count.
 
 `impl` and `model` are duespec's own code in this process, so they run without the
 per-call deadline other in-process targets get (its SIGALRM watch costs a few
-microseconds a call; `duespec bench --only traces` measures it).
+microseconds a call; `duespec bench --only traces` measures it). The impl, when its
+system offers one (duebook), is also trusted with a fused check: recorded_step_checker
+takes a recorded step and compares the answer in one call, state_is compares a
+checkpoint's state without building it; whatever they do not find equal goes through
+the general comparison, so the report is the same as on the general path.
 """
 
 from __future__ import annotations
@@ -144,7 +148,9 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         subject = _Bounded(subject, timeout)
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
-    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout)
+    # Only duespec's own impl is trusted to compare its answers itself (recorded_step_checker).
+    trusted = target == "impl" and factory is None
+    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout, trusted)
     started = time.perf_counter()
     try:
         try:
@@ -212,7 +218,7 @@ class _Replay:
 
     def __init__(self, where: str, header: TraceHeader, system: System, subject: Target,
                  model_is_subject: bool, counts: ReplayResult, every: int | None,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, trusted: bool = False) -> None:
         self.where, self.header, self.system, self.subject = where, header, system, subject
         self.model_is_subject, self.counts, self.every = model_is_subject, counts, every
         self.timeout = timeout
@@ -224,6 +230,10 @@ class _Replay:
         self.next_check = 0
         #: On a second pass that locates a state divergence: compare after every step from here.
         self.check_from: int | None = None
+        #: Whether the target is duespec's own impl, trusted to compare its answers itself.
+        self.trusted = trusted
+        #: Its recorded_step_checker, made for each pass once the target is reset.
+        self.check: Callable[[dict[str, Json]], Json] | None = None
 
     # --- the start ---
 
@@ -266,23 +276,66 @@ class _Replay:
     # --- the steps ---
 
     def take_all(self, steps: Iterator[dict[str, Json]], stop_after: int | None = None) -> int:
-        taken = 0
+        """Take every step (up to `stop_after`); return how many were taken.
+
+        A step with a recorded result goes, while no model runs alongside, to the
+        target's recorded_step_checker when it has one (the in-process impl): the step, the
+        comparison and the implied state's update in one call, no response built when it
+        agrees. Every other step, and any disagreement, takes the general path, so what is
+        reported is the same."""
+        counts = self.counts
+        check = self.check = self._recorded_step_checker()
+        fast = check is not None and self.oracle is None
+        check_at = self._check_at(stop_after)
+        fast_taken = 0
         last: dict[str, Json] | None = None
-        for step in steps:
-            self.counts.steps_seen = step["i"]
-            self.take(step)
-            taken += 1
-            last = step
-            i = step["i"]
-            if "state" in step:
-                self.check_recorded_state(step)
-            elif i >= self.next_check or (self.check_from is not None and i >= self.check_from):
-                self.checkpoint(step)
-            if i == stop_after:
-                break
+        i = -1
+        try:
+            for step in steps:
+                i = step["i"]
+                if fast and "result" in step:
+                    try:
+                        actual = check(step)  # type: ignore[misc]
+                    except Exception as error:
+                        raise self._failure(error, step, "the target raised") from None
+                    if actual is not None:
+                        self.agree(step, step["result"], actual)
+                    fast_taken += 1
+                else:
+                    counts.steps_seen = i
+                    self.take(step)
+                    fast = check is not None and self.oracle is None
+                last = step
+                if i < check_at and "state" not in step:
+                    continue  # no state to compare after this step, and not the one to stop at
+                if "state" in step:
+                    self.check_recorded_state(step)
+                elif i >= self.next_check or (self.check_from is not None and i >= self.check_from):
+                    self.checkpoint(step)
+                if i == stop_after:
+                    break
+                check_at = self._check_at(stop_after)
+        finally:
+            if i >= 0:
+                counts.steps_seen = i
+            counts.responses_compared += fast_taken
+            counts.recorded_results += fast_taken
         if last is not None and self.agreed_at != last["i"]:
             self.checkpoint(last)
-        return taken
+        return last["i"] + 1 if last is not None else 0
+
+    def _recorded_step_checker(self) -> Callable[[dict[str, Json]], Json] | None:
+        make = getattr(self.subject, "recorded_step_checker", None) if self.trusted else None
+        return make(self.implied) if make is not None else None
+
+    def _check_at(self, stop_after: int | None) -> int:
+        """The next step after which something more than the step itself is due: a
+        checkpoint, or the step to stop at."""
+        at = self.next_check
+        for limit in (self.check_from, stop_after):
+            if limit is not None and limit < at:
+                at = limit
+        return at
 
     def take(self, step: dict[str, Json]) -> None:
         op, args, now = step["op"], step["args"], step["now"]
@@ -294,13 +347,10 @@ class _Replay:
                 actual = self.subject.step(op, args, now)
             except Exception as error:
                 raise self._failure(error, step, "the target raised") from None
-            if not _responses_agree(recorded, actual):
-                raise self.response_divergence(step, recorded, actual)
+            self.agree(step, recorded, actual)
             counts = self.counts
             counts.responses_compared += 1
             counts.recorded_results += 1
-            if self.implied is not None:
-                self.implied.apply(op, args, recorded)
             return
         if recorded is None and self.oracle is None and not self.model_is_subject:
             self.oracle = self.model_through(step["i"] - 1)
@@ -321,6 +371,14 @@ class _Replay:
         if self.implied is not None:
             self.implied.apply(op, args, expected)
 
+    def agree(self, step: dict[str, Json], recorded: dict[str, Json], actual: Json) -> None:
+        """The target's answer against the recorded result: a divergence unless they agree,
+        else the implied state moves on."""
+        if not _responses_agree(recorded, actual):
+            raise self.response_divergence(step, recorded, actual)
+        if self.implied is not None:
+            self.implied.apply(step["op"], step["args"], recorded)
+
     # --- states ---
 
     def expected_state(self) -> dict[str, Json] | None:
@@ -331,6 +389,10 @@ class _Replay:
     def checkpoint(self, step: dict[str, Json]) -> None:
         want = self.expected_state()
         if want is None:
+            return
+        state_is = getattr(self.subject, "state_is", None) if self.trusted else None
+        if state_is is not None and self._attempt(lambda: state_is(want), step, "the target's observe() raised"):
+            self._agreed(step, want)  # told without building the target's state
             return
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
         if not same_json(want, have):
@@ -369,7 +431,7 @@ class _Replay:
         the first step after which the states differ; raise it as the divergence."""
         self.close()
         again = _Replay(self.where, self.header, self.system, self.subject, self.model_is_subject,
-                        self.counts, every=None, timeout=self.timeout)
+                        self.counts, every=None, timeout=self.timeout, trusted=self.trusted)
         again.check_from = self.agreed_at + 1
         _, steps = read_trace(self.where)
         try:
