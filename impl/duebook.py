@@ -343,12 +343,18 @@ def _little_endian(column: array[int]) -> bytes:
     return column.tobytes()
 
 
+def _compact_below(next_id: int, settled: int) -> int:
+    """The open count under which stale rows (next_id - open - settled) would outnumber
+    the open ones by _COMPACT_FLOOR: 2 open < next_id - settled - _COMPACT_FLOOR."""
+    return (next_id - settled - _COMPACT_FLOOR + 1) // 2
+
+
 class Book:
     """An importing realm's book of deferrals. It reads no clock: every call that needs
     the time is given `now`, in whatever unit the realm uses consistently."""
 
-    __slots__ = ("_max_open", "_next_id", "_open", "_settled", "_base", "_slots", "_far",
-                 "_pending", "_by_due", "_by_expiry")
+    __slots__ = ("_max_open", "_next_id", "_open", "_settled", "_compact_below", "_base", "_slots",
+                 "_far", "_pending", "_by_due", "_by_expiry")
 
     def __init__(self, max_open: int) -> None:
         self._max_open = _int64("max_open", max_open, 1)
@@ -358,6 +364,10 @@ class Book:
         #: then (the stale rows they may hold) are next_id - open - settled, so consuming
         #: only has to count down `open`.
         self._settled = 1
+        #: A consume that leaves fewer open than this compacts: stale rows would then
+        #: outnumber the open ones by _COMPACT_FLOOR (next_id - settled > 2 open + floor),
+        #: worked out when next_id or settled move, so a consume compares once.
+        self._compact_below = _compact_below(1, 1)
         #: slots[id - base] is the open deferral `id`, or None; it covers [base, next_id)
         #: and a little room past it.
         self._base = 1
@@ -438,6 +448,7 @@ class Book:
         self._pending.append(deferral)
         self._open += 1
         self._next_id = id + 1
+        self._compact_below = (id + 2 - self._settled - _COMPACT_FLOOR) // 2
         return deferral
 
     # claim, cancel and expire each inline the lookup and the consume: a helper call
@@ -483,8 +494,7 @@ class Book:
             del self._far[id]
         open = self._open - 1
         self._open = open
-        if self._next_id - self._settled > 2 * open + _COMPACT_FLOOR or not open:
-            # Stale rows (next_id - open - settled) outnumber the open ones by the floor.
+        if open < self._compact_below or not open:
             self._compact()
         return deferral
 
@@ -516,7 +526,7 @@ class Book:
             del self._far[id]
         open = self._open - 1
         self._open = open
-        if self._next_id - self._settled > 2 * open + _COMPACT_FLOOR or not open:
+        if open < self._compact_below or not open:
             self._compact()
         return deferral
 
@@ -551,7 +561,7 @@ class Book:
             del self._far[id]
         open = self._open - 1
         self._open = open
-        if self._next_id - self._settled > 2 * open + _COMPACT_FLOOR or not open:
+        if open < self._compact_below or not open:
             self._compact()
         return deferral
 
@@ -782,6 +792,7 @@ class Book:
 
     def _reset_stale(self) -> None:
         self._settled = self._next_id - self._open
+        self._compact_below = _compact_below(self._next_id, self._settled)
         self._by_due.dropped = self._by_expiry.dropped = 0
 
     def _place(self, rows: list[Deferral]) -> None:
