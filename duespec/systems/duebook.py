@@ -182,6 +182,9 @@ class Disguised:
         return DISGUISES[self.form](self.value if value is None else value)
 
 
+#: The arguments a valid integer is sent disguised in, one at a time (DR-07).
+DISGUISABLE = ("id", "now", "delay", "ttl", "limit")
+
 #: Which open deferral an op or a clock move is about, named by what makes it stand out
 #: rather than by position, so the choice survives when a shrunk run drops the others.
 ROLES = ("newest", "oldest", "next due", "next to expire", "clock's focus")
@@ -587,6 +590,39 @@ class DuebookMachine(LockstepMachine):
             caller = anyone if anyone != owner else next(name for name in OWNER_NAMES if name != owner)
         self.consume("cancel", {"id": deferral["id"], "caller": caller})
 
+    @rule(where=st.sampled_from(DISGUISABLE), form=DISGUISE_FORMS,
+          op=st.sampled_from(("get", "claim", "expire", "cancel")), whose=st.sampled_from(ROLES))
+    def sends_a_disguised_integer(self, where: str, form: str, op: str, whose: str) -> None:
+        """One valid integer (an open id, the clock, a delay, a ttl, a limit) sent as a
+        wrong-typed value in one step (DR-07): in the other rules that is a rare pick
+        among many values, which a short campaign may not make for every argument."""
+        deferral = self.in_role(whose)
+        id = self.next_id if deferral is None else deferral["id"]
+        disguised = DISGUISES[form]
+        if where == "id":
+            reached(f"DR-07.{form}")
+            args: dict[str, Json] = {"id": disguised(id)}
+            if op == "cancel":
+                args["caller"] = deferral["owner"] if deferral is not None else OWNER_NAMES[0]
+            if op == "get":
+                self.act(op, args)
+            else:
+                self.consume(op, args)
+        elif where == "now":
+            reached(f"DR-07.now_{form}")
+            self.misread = Disguised(form)
+            if op == "get":
+                self.claimable(5)
+            elif op == "cancel":
+                self.schedule(OWNER_NAMES[0], 1, 50)
+            else:
+                self.consume(op, {"id": id})
+        elif where == "limit":
+            self.act("claimable" if op in ("get", "claim") else "expirable", {"limit": disguised(2)})
+        else:
+            self.schedule(OWNER_NAMES[0], disguised(5) if where == "delay" else 5,
+                          disguised(50) if where == "ttl" else 50)
+
     @rule(id=ID_PICKS)
     def expire(self, id: Any) -> None:
         self.consume("expire", {"id": self.an_id(id)})
@@ -635,7 +671,7 @@ class DuebookMachine(LockstepMachine):
             delay = {"ascending": n // 2, "descending": (count - n) // 2, "same instant": tie - self.now,
                      "scattered": (n * 7919) % SCATTER}[pattern]
             ttl = (0, 50, 1000, 3, 400)[n % 5]
-            response = self.call("schedule", {"owner": OWNER_NAMES[n % 3], "delay": delay, "ttl": ttl},
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay, "ttl": ttl},
                                  self.now)
             if "error" in response:
                 break
