@@ -8,8 +8,9 @@ search: see check_all), in a worker process (two at a time); a variant is caught
 conform exits 1 and the `duespec replay` command it prints exits 1 on the written trace
 (the reset leak: when conform reports it as "state survives reset"). Reported, each beside
 its goal: the kill rate (100%) and the median seconds to the first failing run (<= 2 s);
-beside them the steps/s of the campaign on the correct program. `--quick`: one variant
-per class."""
+beside them the steps/s of the campaign on the correct program, and the duebook
+campaign's steps/s on this tree over main's (or --against REF's), both measured in this
+run (duespec/bench/against.py; goal >= 0.85). `--quick`: one variant per class."""
 
 from __future__ import annotations
 
