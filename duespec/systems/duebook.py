@@ -623,6 +623,17 @@ class DuebookMachine(LockstepMachine):
             self.schedule(OWNER_NAMES[0], disguised(5) if where == "delay" else 5,
                           disguised(50) if where == "ttl" else 50)
 
+    @rule(which=st.sampled_from(("delay", "ttl")), offset=st.sampled_from((0, 1, -1)))
+    def schedules_at_the_int64_edge(self, which: str, offset: int) -> None:
+        """A schedule whose due_at (or expires_at) lands exactly on int64 max, or one past
+        it (`invalid`, never a wrap), or one short: in `schedule` that is a rare pick of a
+        duration among many, which a short campaign may not make."""
+        edge = Headroom(offset)
+        if which == "delay":
+            self.schedule(OWNER_NAMES[0], edge, 0)
+        else:
+            self.schedule(OWNER_NAMES[0], 1, edge)
+
     @rule(id=ID_PICKS)
     def expire(self, id: Any) -> None:
         self.consume("expire", {"id": self.an_id(id)})
