@@ -9,12 +9,24 @@ kill rate and the median time to the first failing run)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from duespec.bench import variants
+from duespec.bench import Goal, variants
+from duespec.bench.against import (
+    LAYOUT,
+    SOURCE_TREE,
+    AgainstError,
+    ChildRun,
+    Comparison,
+    compare,
+    resolve_ref,
+    summary,
+)
 from duespec.bench.independent_duebook import BUGS
 from duespec.bench.variants import ONE_PER_CLASS, PROGRAM, RESET_LEAK, VariantVerdict, check_all, variant_names
 
@@ -56,7 +68,8 @@ def test_the_bench_section_judges_kill_rate_and_time_against_their_goals(monkeyp
         return [answers.get(bug, verdict(bug, 1, 1, 3.0)) for bug in bugs]
 
     monkeypatch.setattr(variants, "check_all", fake_check_all)
-    kill, first, rate = variants.figures(quick=True)
+    monkeypatch.setattr(variants, "compare", fake_compare)
+    kill, first, rate, against = variants.figures(quick=True)
     assert checked == [[None, *ONE_PER_CLASS]]
     assert kill.value == pytest.approx(100 * 6 / 7) and kill.passed is False and "float-id-accepted" in kill.note
     assert first.value == 3.0 and first.passed is False  # median of 1.0, 0.5 and five 3.0s
@@ -64,8 +77,61 @@ def test_the_bench_section_judges_kill_rate_and_time_against_their_goals(monkeyp
     monkeypatch.setattr(variants, "check_all", lambda bugs: [
         verdict(bug, 0, None, None) if bug is None else verdict(bug, 1, 1, 1.5) for bug in bugs])
     monkeypatch.setattr(variants, "variant_names", lambda: [name for name in BUGS if name != RESET_LEAK])
-    kill, first, _ = variants.figures(quick=False)
+    kill, first, _, against = variants.figures(quick=False, against="HEAD~1")
     assert kill.value == 100.0 and kill.passed and first.value == 1.5 and first.passed
+    # Per repeat: 1000 steps in 1.0 s here over 1000 in 0.8 s at the ref (0.8), and 1000 in
+    # 1.0 s over 1000 in 1.2 s (1.2): the median of the two is 1.0, and passes 0.85.
+    assert against.value == pytest.approx(1.0) and (against.low, against.high) == pytest.approx((0.8, 1.2))
+    assert against.passed and against.goal == Goal(">=", 0.85) and "HEAD~1" in against.what
+    assert against.extra["steps_current"] == against.extra["steps_ref"] == 1000
+
+
+def fake_compare(ref: str) -> Comparison:
+    return Comparison(ref, "0" * 40, [ChildRun(1000, 10, 1.0, 1.5), ChildRun(1000, 10, 1.0, 1.5)],
+                      [ChildRun(1000, 10, 0.8, 1.3), ChildRun(1000, 10, 1.2, 1.7)])
+
+
+def test_no_main_to_measure_against_leaves_the_figure_out_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_ref(ref: str) -> Comparison:
+        raise AgainstError(f"--against {ref}: no such commit")
+
+    monkeypatch.setattr(variants, "compare", no_ref)
+    figures, missing = variants.speed_against(None)
+    assert figures == [] and missing is not None and "no such commit" in missing
+    with pytest.raises(AgainstError):  # named with --against, it must not be left out silently
+        variants.speed_against("no-such-ref")
+
+
+def test_the_campaign_is_measured_against_a_commit_in_alternated_children(tmp_path: Path) -> None:
+    """A git checkout whose HEAD is this tree: both sides run the same campaign, so they
+    take the same steps; each child's own CPU and its whole CPU are both kept."""
+    for folder in LAYOUT:
+        shutil.copytree(SOURCE_TREE / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "tree"], check=True)
+    comparison = compare("HEAD", repeats=2, examples=3, steps=10, repo=tmp_path, current=tmp_path)
+    assert comparison.commit == subprocess.run(git[:3] + ["rev-parse", "HEAD"], capture_output=True,
+                                               text=True).stdout.strip()
+    assert len(comparison.current) == len(comparison.baseline) == 2
+    steps = {run.steps for run in comparison.current + comparison.baseline}
+    assert len(steps) == 1 and steps.pop() > 0
+    for run in comparison.current + comparison.baseline:
+        assert run.runs >= 3 and 0 < run.cpu < run.process_cpu
+    assert len(comparison.ratios) == 2 and all(ratio > 0 for ratio in comparison.ratios)
+    assert set(summary(comparison)) >= {"steps_current", "steps_ref", "cpu_per_run_ratio"}
+
+
+def test_against_a_ref_that_is_no_commit_or_outside_git_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from duespec.cli import main
+
+    assert main(["bench", "--only", "variants", "--against", "no-such-ref-v8"]) == 2
+    err = capsys.readouterr().err
+    assert "no such commit" in err and "no-such-ref-v8" in err and "Traceback" not in err
+    with pytest.raises(AgainstError, match="not a git checkout"):
+        resolve_ref("HEAD", tmp_path)
 
 
 def test_the_program_imports_nothing_of_duespec() -> None:

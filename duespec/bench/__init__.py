@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import statistics
 import sys
@@ -174,13 +175,16 @@ def ratio_figure(section: str, what: str, a: list[Sample], b: list[Sample], *,
 
 
 def run_sections(names: Sequence[str], quick: bool, out: Callable[[str], None],
-                 broken: list[str] | None = None) -> list[Figure]:
-    """Every section's figures; a section that raises is named in `broken` and skipped."""
+                 broken: list[str] | None = None, against: str | None = None) -> list[Figure]:
+    """Every section's figures; a section that raises is named in `broken` and skipped.
+    `against` (--against REF) goes to the sections whose `figures` take it."""
     found: list[Figure] = []
     for name in names:
         started = time.perf_counter(), time.process_time()
         try:
-            figures = importlib.import_module(name).figures(quick)
+            section = importlib.import_module(name).figures
+            takes_ref = "against" in inspect.signature(section).parameters
+            figures = section(quick, against=against) if takes_ref else section(quick)
         except Exception as error:  # one broken section must not hide the others' figures
             out(f"[{name}] could not be measured: {type(error).__name__}: {str(error).splitlines()[0]}")
             if broken is not None:
@@ -204,7 +208,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"[{name}] not in --quick (no smaller form measures the same thing): "
               f"duespec bench --only {name.rsplit('.', 1)[-1]}", file=text, flush=True)
     names = [name for name in names if name not in left_out]
-    figures = run_sections(names, args.quick, lambda line: print(line, file=text, flush=True), broken)
+    against = getattr(args, "against", None)
+    if against is not None:  # a REF that cannot be measured against is bad usage: before any work
+        from duespec.bench.against import AgainstError, resolve_ref
+        from duespec.cli import UsageError
+
+        try:
+            resolve_ref(against)
+        except AgainstError as error:
+            raise UsageError(str(error)) from None
+    figures = run_sections(names, args.quick, lambda line: print(line, file=text, flush=True), broken,
+                           against)
     judged = [f for f in figures if f.goal is not None]
     failed = [f for f in judged if not f.passed]
     print(f"{len(judged) - len(failed)} of {len(judged)} goals met"
@@ -233,6 +247,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under 2 minutes)")
     parser.add_argument("--only", nargs="*", default=[], metavar="PART",
                         help="only sections whose module name contains one of these")
+    parser.add_argument("--against", metavar="REF",
+                        help="git commit (branch, tag, id) whose campaign steps/s the variants section "
+                             "measures in the same run, alternating the two trees (default: main, "
+                             "when this is a git checkout that has it); exit 2 if REF is no commit")
     parser.add_argument("--json", metavar="PATH",
                         help="also write every figure, goal and verdict as JSON to PATH ('-' for stdout)")
     parser.set_defaults(run=main)

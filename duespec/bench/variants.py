@@ -8,8 +8,9 @@ search: see check_all), in a worker process (two at a time); a variant is caught
 conform exits 1 and the `duespec replay` command it prints exits 1 on the written trace
 (the reset leak: when conform reports it as "state survives reset"). Reported, each beside
 its goal: the kill rate (100%) and the median seconds to the first failing run (<= 2 s);
-beside them the steps/s of the campaign on the correct program. `--quick`: one variant
-per class."""
+beside them the steps/s of the campaign on the correct program, and the duebook
+campaign's steps/s on this tree over main's (or --against REF's), both measured in this
+run (duespec/bench/against.py; goal >= 0.85). `--quick`: one variant per class."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from duespec.bench import Figure, Goal
+from duespec.bench.against import EXAMPLES, RATIO_GOAL, SEED, STEPS, AgainstError, compare, summary
 
 SECTION = "variants (mutation benchmark, independent duebook)"
 PROGRAM = Path(__file__).resolve().with_name("independent_duebook.py")
@@ -39,6 +41,8 @@ ONE_PER_CLASS = ("float-id-accepted", "cap-wrong-key", "cancel-case-folds", "id-
                  "times-as-doubles", "claimable-by-id", RESET_LEAK)
 #: The goals of issue 8: every variant caught, the first failing run within 2 s (median).
 KILL_RATE_GOAL, FIRST_FAILURE_GOAL = 100.0, 2.0
+#: What the campaign's steps/s is measured against when --against is not given.
+DEFAULT_REF = "main"
 
 
 def variant_names() -> list[str]:
@@ -134,9 +138,11 @@ def check_all(bugs: list[str | None], workers: int = 2) -> list[VariantVerdict]:
             return list(pool.map(_check_in_worker, jobs))
 
 
-def figures(quick: bool) -> list[Figure]:
+def figures(quick: bool, against: str | None = None) -> list[Figure]:
     """The kill rate and the median time to the first failing run, each beside its goal,
-    and the campaign's steps/s on the correct program. `quick`: one variant per class."""
+    the campaign's steps/s on the correct program, and the same campaign's steps/s on this
+    tree over its steps/s at `against` (default main), measured now in alternation.
+    `quick`: one variant per class."""
     names = list(ONE_PER_CLASS) if quick else variant_names()
     verdicts = check_all([None, *names])
     correct, variants = verdicts[0], verdicts[1:]
@@ -147,7 +153,7 @@ def figures(quick: bool) -> list[Figure]:
     times = [v.first_failure_seconds for v in variants if v.first_failure_seconds is not None]
     median = statistics.median(times) if times else float("inf")
     which = f"{len(variants)} variants, one per class (--quick)" if quick else f"all {len(variants)} variants"
-    return [
+    judged = [
         Figure(SECTION, "kill rate, default campaign", 100 * len(caught) / len(variants), "%",
                goal=Goal(">=", KILL_RATE_GOAL),
                extra={str(v.bug): float(v.counterexample_steps) for v in variants
@@ -162,7 +168,36 @@ def figures(quick: bool) -> list[Figure]:
                note=(f"over the {len(times)} that failed; min {min(times):.2f} s, max {max(times):.2f} s "
                      "(wall clock from the campaign's start, two variants at a time)")
                if times else "no variant failed"),
+    ]
+    speed, missing = speed_against(against)
+    return [
+        *judged,
         Figure(SECTION, "campaign steps/s on the correct program", (correct.steps or 0) / correct.cpu_seconds,
                "steps/s", note=f"{correct.steps or 0:,} steps of the default campaign over stdio per CPU "
-                               "second of duespec's process (the target's process not counted)"),
+                               "second of duespec's process (the target's process not counted)"
+                               + (f"; against {DEFAULT_REF}: not measured: {missing} (name a commit "
+                                  "with --against REF)" if missing else "")),
+        *speed,
     ]
+
+
+def speed_against(against: str | None) -> tuple[list[Figure], str | None]:
+    """The duebook campaign's steps/s on this tree over REF's, both run now (against.py).
+    With no --against, REF is main when there is one; else no figure, and why."""
+    ref = against or DEFAULT_REF
+    try:
+        comparison = compare(ref)
+    except AgainstError as error:
+        if against is not None:
+            raise
+        return [], str(error)
+    ratios, facts = comparison.ratios, summary(comparison)
+    return [Figure(
+        SECTION, f"campaign steps/s, this tree over {ref}", statistics.median(ratios), "x",
+        min(ratios), max(ratios), repeats=len(ratios), goal=Goal(">=", RATIO_GOAL),
+        baseline=f"{ref} ({comparison.commit[:12]})", extra=facts,
+        note=f"duebook model vs impl, seed {SEED}, {EXAMPLES} runs x {STEPS} steps, each side in its own "
+             f"process, alternated; steps/s by each child's CPU clock: {facts['steps_per_s_current']:,.0f} "
+             f"here ({facts['steps_current']:,.0f} steps), {facts['steps_per_s_ref']:,.0f} at {ref} "
+             f"({facts['steps_ref']:,.0f} steps); CPU per run {facts['cpu_per_run_ratio']:.2f}x; whole "
+             f"child CPU {facts['child_cpu_current']:.2f} s vs {facts['child_cpu_ref']:.2f} s")], None
