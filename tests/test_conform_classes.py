@@ -270,4 +270,6 @@ def test_a_program_in_another_language_with_two_declared_differences(
     assert statuses["cancel"][::3] == ("$.error", "declared")
     assert statuses["get"][::3] == ("$.ok.state", "declared")
     assert statuses["claim"][3] == "NOT DECLARED" and statuses["claim"][1] == "D-10"
-    assert all(steps <= 5 for _, _, steps, _ in statuses.values()), out
+    # The closed window also shows in claimable (D-23); a deep run's opening fill keeps
+    # that counterexample at up to 7 steps (issue 8's campaign: half the runs deep).
+    assert all(steps <= 8 for _, _, steps, _ in statuses.values()), out
