@@ -100,10 +100,15 @@ class ReplayResult:
         if self.confirmed:
             recorded = (f"; the trace's own {self.recorded_results} results and {self.recorded_states} "
                         f"states among them" if self.recorded_results or self.recorded_states else "")
-            runs = f" in {self.resets + 1} runs (a reset between each)" if self.resets else ""
+            runs = (f" in {self.resets + 1} runs ({self.resets} reset{'s' if self.resets > 1 else ''} in between)"
+                    if self.resets else "")
             return (f"CONFIRMED: {where}: {self.steps} steps{runs}, {self.responses_compared} responses and "
                     f"{self.states_compared} states compared{recorded} ({self.seconds:.2f}s, "
                     f"{rate:,.0f} steps/s)")
+        return f"DIVERGES: {where} at {self.diverged_at()}\n{self.divergence}"
+
+    def diverged_at(self) -> str:
+        """Where the replay diverged: a step, or a reset, and in a trace of several runs which."""
         if self.step and RESET_KEY in self.step:
             at = f"the reset before step {self.step['i']}"
         else:
@@ -111,7 +116,7 @@ class ReplayResult:
         if self.resets:
             at += (f" (run {self.resets + 1} of the trace, which starts at the reset before step "
                    f"{self.run_started_at})")
-        return f"DIVERGES: {where} at {at}\n{self.divergence}"
+        return at
 
 
 class _Diverged(Exception):
