@@ -164,7 +164,11 @@ def test_the_leak_trace_fails_on_the_leaking_program_and_replays_cleanly_on_the_
     leaking = check_variant(RESET_LEAK, tmp_path)
     assert leaking.conform_exit == 1 and leaking.reported_as_leak and leaking.replay_exit == 1, leaking.output
     [trace] = tmp_path.glob("*.jsonl")
-    lines = list(read_trace(trace)[1])
+    header, read = read_trace(trace)
+    evidence = header.extra["leak_evidence"]  # what the program answered in the probe's two passes
+    assert evidence["first_run"]["response"] != evidence["after_one_more_reset"]["response"]
+    assert evidence["model"]["response"]["ok"]["id"] == 1
+    lines = list(read)
     assert sum(1 for line in lines if is_reset(line)) == 1
     steps = [line for line in lines if not is_reset(line)]
     half = len(steps) // 2
