@@ -291,8 +291,8 @@ class TraceWriter:
         what = f"the reset before step {self.count}" if reset else f"step {self.count}"
         line = _dump(step, str(self.path))
         if len(line) >= MAX_LINE_BYTES:
-            raise TraceError(str(self.path), self.lines + 2, f"{what} would be a line longer "
-                                                             f"than {MAX_LINE_BYTES:,} bytes")
+            raise TraceError(str(self.path), self.lines + 2,
+                             f"{what} would be a line longer than {MAX_LINE_BYTES:,} bytes")
         problem = text_problem(line.encode())
         if problem:
             raise TraceError(str(self.path), self.lines + 2, f"{what}: {problem}")
