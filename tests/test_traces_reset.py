@@ -242,3 +242,33 @@ def test_a_trace_without_reset_lines_reads_as_before(tmp_path: Path) -> None:
     assert all(not is_reset(line) for line in read_trace(path)[1])
     result: Any = replay(path, "impl")
     assert result.confirmed and result.resets == 0 and " in 2 runs" not in result.report()
+
+
+def test_a_schedules_trace_of_two_runs_shows_a_server_that_keeps_its_store(tmp_path: Path) -> None:
+    """Schedules: the model runs alongside as oracle and is reset with the target. A create,
+    a reset, a get of what was created: not found, unless the store survived."""
+    from duespec.bench.traces import schedules_churn
+    from duespec.systems import get_system
+    from duespec.systems.schedules import ImplTarget as SchedulesImpl
+
+    system = get_system("schedules")
+    profile = system.profiles[0]
+    config = system.config(profile)
+    create, get, _ = schedules_churn(3)
+    second = [{**step, "i": 1} for step in record("schedules", config, [get])]
+    path = write_trace(tmp_path / "s.jsonl", TraceHeader("schedules", profile, config, producer="test"),
+                       [*record("schedules", config, [create]), {"reset": config}, *second])
+    for target in ("impl", "model"):
+        result = replay(path, target)
+        assert result.confirmed and result.resets == 1, result.report()
+
+    class KeepsItsStore(SchedulesImpl):
+        def reset(self, config: dict[str, Json]) -> None:
+            if getattr(self, "started", False):
+                return  # the store of the first run stays
+            self.started = True
+            super().reset(config)
+
+    result = replay(path, "t", factory=KeepsItsStore)
+    assert not result.confirmed and result.step is not None and result.step["i"] == 1, result.report()
+    assert "run 2 of the trace" in result.report()
