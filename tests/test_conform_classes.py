@@ -4,6 +4,7 @@ a target's exceptions and its state surviving reset are the target's failures.""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -164,8 +165,8 @@ def test_state_that_survives_reset_is_a_target_bug_of_its_own(
     assert code == 1, out
     assert out.startswith("TARGET FAILED")
     assert "state survives reset" in out and "after one more reset" in out
-    assert "duespec replay" not in out  # a fresh target passes the trace: no CONFIRMED to mislead
     assert "inside duespec" not in out and "Flaky" not in out.split("found as:")[0]
+    assert printed_replay(out, capsys)[0] == 1  # the trace: the steps, a reset, the same steps
 
 
 def test_a_program_that_keeps_its_id_counter_across_reset_is_reported_as_such(
@@ -192,6 +193,18 @@ def test_a_program_that_keeps_its_id_counter_across_reset_is_reported_as_such(
     assert code == 1, out
     assert out.startswith("TARGET FAILED") and "the target's state survives reset" in out
     assert "inside duespec" not in out
+    assert "replayed on a fresh target, as the replay command below does: it diverges at step" in out
+    code, said = printed_replay(out, capsys)
+    assert code == 1 and "(run 2 of the trace, which starts at the reset before step" in said, said
+
+
+def printed_replay(out: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The exit status and output of the `duespec replay` command conform printed, run as printed."""
+    [command] = re.findall(r"^  duespec replay (.*)$", out, re.MULTILINE)
+    code = main(["replay", *shlex.split(command)])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.out
 
 
 def test_an_exception_in_a_python_target_is_the_targets_failure(

@@ -28,16 +28,19 @@ from duespec.bench.against import (
     summary,
 )
 from duespec.bench.independent_duebook import BUGS
-from duespec.bench.variants import ONE_PER_CLASS, PROGRAM, RESET_LEAK, VariantVerdict, check_all, variant_names
+from duespec.bench.variants import (ONE_PER_CLASS, PROGRAM, RESET_LEAK, VariantVerdict, check_all, check_variant,
+                                    run_cli, target_of, variant_names)
+from duespec.traces.format import is_reset, read_trace
 
 
 def assert_caught(verdict: VariantVerdict) -> None:
     assert verdict.conform_exit == 1, f"{verdict.bug} was not caught:\n{verdict.output[-3000:]}"
+    assert verdict.replay_exit == 1, f"{verdict.bug}: the printed replay did not fail:\n{verdict.output[-3000:]}"
     if verdict.bug == RESET_LEAK:
-        # Its steps pass on a fresh target: conform names the leak and prints no replay.
-        assert verdict.reported_as_leak and verdict.replay_exit is None, verdict.output[-3000:]
-    else:
-        assert verdict.replay_exit == 1, f"{verdict.bug}: the printed replay did not fail:\n{verdict.output[-3000:]}"
+        # Named as the target's bug, and its trace (the steps, a reset, the same steps)
+        # shows the leak in its second run on the fresh program the replay starts.
+        assert verdict.reported_as_leak, verdict.output[-3000:]
+        assert "(run 2 of the trace" in verdict.output.split("--- replay ---")[1], verdict.output[-3000:]
     assert verdict.caught
 
 
@@ -56,14 +59,14 @@ def verdict(bug: str | None, conform_exit: int, replay_exit: int | None, first: 
 
 
 def test_the_bench_section_judges_kill_rate_and_time_against_their_goals(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--quick checks one variant per class; a leak counts only when reported as one, a
-    variant only when its printed replay fails too."""
+    """--quick checks one variant per class; a variant counts only when its printed replay
+    fails too, a leak only when it is also reported as one."""
     checked: list[list[str | None]] = []
 
     def fake_check_all(bugs: list[str | None]) -> list[VariantVerdict]:
         checked.append(bugs)
         answers = {None: verdict(None, 0, None, None),
-                   RESET_LEAK: verdict(RESET_LEAK, 1, None, 0.5, "TARGET FAILED ... state survives reset"),
+                   RESET_LEAK: verdict(RESET_LEAK, 1, 1, 0.5, "TARGET FAILED ... state survives reset"),
                    "float-id-accepted": verdict("float-id-accepted", 1, 0, 1.0)}  # replay passed: not caught
         return [answers.get(bug, verdict(bug, 1, 1, 3.0)) for bug in bugs]
 
@@ -74,6 +77,9 @@ def test_the_bench_section_judges_kill_rate_and_time_against_their_goals(monkeyp
     assert kill.value == pytest.approx(100 * 6 / 7) and kill.passed is False and "float-id-accepted" in kill.note
     assert first.value == 3.0 and first.passed is False  # median of 1.0, 0.5 and five 3.0s
     assert rate.value == 500.0  # 1000 steps in 2 CPU seconds
+    assert not verdict(RESET_LEAK, 1, None, 0.5, "state survives reset").caught  # no replay printed
+    assert not verdict(RESET_LEAK, 1, 0, 0.5, "state survives reset").caught  # the replay passed
+    assert not verdict(RESET_LEAK, 1, 1, 0.5, "DIVERGES").caught  # not named a leak
     monkeypatch.setattr(variants, "check_all", lambda bugs: [
         verdict(bug, 0, None, None) if bug is None else verdict(bug, 1, 1, 1.5) for bug in bugs])
     monkeypatch.setattr(variants, "variant_names", lambda: [name for name in BUGS if name != RESET_LEAK])
@@ -148,6 +154,29 @@ def test_the_correct_program_holds_and_one_variant_of_each_class_is_caught() -> 
     assert "ids allocated" in correct.output  # the depth line
     for verdict in variants:
         assert_caught(verdict)
+
+
+def test_the_leak_trace_fails_on_the_leaking_program_and_replays_cleanly_on_the_correct_one(
+        tmp_path: Path) -> None:
+    """conform's printed replay command, run as printed, exits 1 on the leaking program; the
+    same trace (the steps, a reset, the same steps) exits 0 on the correct program, each a
+    fresh process speaking the protocol."""
+    leaking = check_variant(RESET_LEAK, tmp_path)
+    assert leaking.conform_exit == 1 and leaking.reported_as_leak and leaking.replay_exit == 1, leaking.output
+    [trace] = tmp_path.glob("*.jsonl")
+    header, read = read_trace(trace)
+    evidence = header.extra["leak_evidence"]  # what the program answered in the probe's two passes
+    assert evidence["first_run"]["response"] != evidence["after_one_more_reset"]["response"]
+    assert evidence["model"]["response"]["ok"]["id"] == 1
+    lines = list(read)
+    assert sum(1 for line in lines if is_reset(line)) == 1
+    steps = [line for line in lines if not is_reset(line)]
+    half = len(steps) // 2
+    assert [(s["op"], s["args"], s["now"], s["result"]) for s in steps[:half]] == \
+           [(s["op"], s["args"], s["now"], s["result"]) for s in steps[half:]]
+    assert f"duespec replay {trace}" in leaking.output
+    code, said = run_cli(["replay", str(trace), "--target", target_of(None)])
+    assert code == 0 and "CONFIRMED" in said and "in 2 runs (1 reset in between)" in said, said
 
 
 @pytest.mark.variants

@@ -101,6 +101,26 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
     return lines
 
 
+def leak_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
+    """Whether `duespec replay TRACE --target T` fails on a leak's trace (the steps, a reset,
+    the same steps), replayed here on a fresh target as that command would; and why not, or
+    where it failed.
+
+    A leak that needs more runs before it than the trace's two does not show on a fresh
+    target: its replay command would say CONFIRMED, so it is not printed."""
+    from duespec.traces.format import TraceError
+    from duespec.traces.replay import replay
+
+    try:
+        replayed = replay(trace, args.target, timeout=args.timeout)
+    except (TraceError, UsageError) as error:
+        return False, f"replaying it failed: {error}"
+    if replayed.confirmed:
+        return False, (f"both runs of the trace pass, so the leak needs more runs before it than the "
+                       f"trace's two")
+    return True, f"it diverges at {replayed.diverged_at()}"
+
+
 def finding_details(args: argparse.Namespace, result: CampaignResult, number: int, finding: Finding,
                     trace: Path | None, trace_problem: str | None) -> str:
     """Everything a person (or a CI log) needs about one divergence class."""
@@ -120,11 +140,20 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
         lines.append(f"trace: {trace}")
     elif trace_problem:
         lines.append(f"trace not written: {trace_problem}")
-    history = finding.kind == LEAK or (finding.divergence_class is not None
-                                       and finding.divergence_class.kind == NOT_REPRODUCIBLE)
+    # A failure that needs the runs before it: replaying its trace on a fresh target passes.
+    history = finding.divergence_class is not None and finding.divergence_class.kind == NOT_REPRODUCIBLE
     if history:
         lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
                      "so the conform command below reproduces it and replaying the trace does not)")
+    elif finding.kind == LEAK:
+        shown, said = leak_replay(args, trace) if trace is not None else (False, "no trace was written")
+        history = not shown
+        if shown:
+            lines.append(f"(the trace holds these steps, a reset and the same steps again; replayed on a "
+                         f"fresh target, as the replay command below does: {said})")
+        else:
+            lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
+                         f"reproduces it and replaying the trace does not)")
     lines.extend(reproduce_lines(args, result, None if history else trace))
     return "\n".join(lines)
 

@@ -7,6 +7,10 @@ replayed on the target twice, each time from a reset, and once on the model: two
 transcripts are a target bug of its own kind, "state survives reset", with the evidence;
 two equal ones that match the model mean the failure does not reproduce (also the
 target's: the model is deterministic).
+
+A leak's trace (leak_trace) is the steps, a reset line and the same steps again, each with
+the model's answer: `duespec replay` starts a fresh program, whose first run agrees with
+the model, and finds the leak in the second.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ class Probe:
     reproduces: bool
     #: Index of the step where the two passes first differ.
     leak_step: int | None = None
+    #: What the target answered there in each pass, and the model: kept in the trace header.
+    evidence: dict[str, Json] | None = None
 
 
 def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json],
@@ -53,12 +59,23 @@ def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json]
                 f"    first run:              {_dump(one)}\n"
                 f"    after one more reset:   {_dump(two)}\n"
                 f"    the model:              {_dump(expected[index] if index < len(expected) else None)}",
-                reproduces, index)
+                reproduces, index,
+                {"step": step["i"], "first_run": one, "after_one_more_reset": two,
+                 "model": expected[index] if index < len(expected) else None})
     if len(first) != len(second):
         return Probe(f"the same {len(steps)} steps, run twice with a reset before each, ran "
                      f"{len(first)} and {len(second)} steps: the target's state survives reset",
                      reproduces, min(len(first), len(second)))
     return Probe(None, reproduces)
+
+
+def leak_trace(steps: list[dict[str, Json]], config: dict[str, Json]) -> list[dict[str, Json]]:
+    """The trace lines that show a leak on a fresh target: the steps, a reset with the same
+    config, the same steps again (numbered on), each with its recorded result, the model's
+    answer. The model answers both runs alike, so a target that agrees with it on the first
+    and keeps something across the reset diverges in the second."""
+    again = [{**step, "i": len(steps) + index} for index, step in enumerate(steps)]
+    return [*steps, {"reset": dict(config)}, *again]
 
 
 def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]]) -> list[Json]:

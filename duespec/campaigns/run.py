@@ -39,7 +39,7 @@ from duespec.campaigns.classes import (
     Masks,
 )
 from duespec.campaigns.lockstep import Divergence, TargetRaised, lockstep
-from duespec.campaigns.reset_leak import probe
+from duespec.campaigns.reset_leak import leak_trace, probe
 from duespec.campaigns.scope import Scope
 from duespec.coverage import collecting
 from duespec.systems import System
@@ -83,6 +83,8 @@ class Finding:
     declared: list[Any] = field(default_factory=list)
     #: The config its run was reset with (the machine may draw one per run).
     config: dict[str, Any] = field(default_factory=dict)
+    #: A leak's evidence (reset_leak.Probe.evidence): both passes' answers and the model's.
+    evidence: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -288,7 +290,7 @@ def _finding(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactor
         at = steps[checked.leak_step or 0]
         leak = DivergenceClass(STATE_SURVIVES_RESET, at["op"], (), "$")
         text = f"target bug: {checked.leak}"
-        return Finding(LEAK, leak, text, f"{text}\n(found as: {summary})", steps)
+        return Finding(LEAK, leak, text, f"{text}\n(found as: {summary})", steps, evidence=checked.evidence)
     if found is None or (checked is not None and not checked.reproduces and kind == DIVERGENCE):
         op = steps[-1]["op"] if steps else "reset"
         text = (f"target bug: the target's answers are not reproducible: the failing run "
@@ -339,7 +341,9 @@ def progress_printer(every_seconds: float, stream: TextIO | None = None) -> Prog
 def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_FAILURE_DIR, *,
                         target: str, producer: str, finding: Finding | None = None) -> Path:
     """Write a finding's shrunk counterexample (default: the first undeclared one) as a
-    trace (docs/traces.md) that `duespec replay` reruns.
+    trace (docs/traces.md) that `duespec replay` reruns. A leak across reset is written as
+    the steps, a reset and the same steps again (reset_leak.leak_trace), so that a fresh
+    target shows it.
 
     The name never collides and no file is ever overwritten: system, profile, seed, a
     readable slug of the target, a hash of its full identity (the target as given and the
@@ -374,6 +378,10 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         if finding.declared:
             extra["declared"] = [entry.describe() for entry in finding.declared]
     config = finding.config if finding is not None and finding.config else result.config
+    if finding is not None and finding.kind == LEAK:
+        steps = leak_trace(steps, config)
+        if finding.evidence is not None:
+            extra["leak_evidence"] = finding.evidence
     header = TraceHeader(system=result.system, profile=result.profile, config=config,
                          seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
     return write_trace(path, header, steps)

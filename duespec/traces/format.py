@@ -32,6 +32,9 @@ _OPTIONAL_STEP_KEYS = ("result", "state")
 _STEP_KEYS = frozenset(_REQUIRED_STEP_KEYS + _OPTIONAL_STEP_KEYS)
 _A_DICT: dict[str, Json] = {}
 _HEADER_KEYS = ("duespec_trace", "system", "profile", "config", "seed", "producer", "created")
+#: The one key of a reset line: `{"reset": CONFIG}` starts the instance again in the middle
+#: of a trace, so one trace can show state that survives a reset.
+RESET_KEY = "reset"
 
 
 class TraceError(ValueError):
@@ -128,11 +131,34 @@ def check_step(step: Json, expected_i: int, where: str, line: int | None) -> dic
     return step
 
 
+def check_reset(line: Json, where: str, line_number: int | None) -> dict[str, Json]:
+    """Validate a reset line, `{"reset": CONFIG}` and nothing else; return it unchanged."""
+    def fail(problem: str) -> TraceError:
+        return TraceError(where, line_number, f"reset: {problem}")
+
+    if not isinstance(line, dict) or RESET_KEY not in line:
+        raise fail(f'expected an object {{"reset": CONFIG}}, got {_kind(line)}')
+    others = sorted(set(line) - {RESET_KEY})
+    if others:
+        raise fail(f'a reset line has the one key "reset" (the config to start again with), but this one '
+                   f"also has {', '.join(map(json.dumps, others))}; a step and a reset are separate lines")
+    if not isinstance(line[RESET_KEY], dict):
+        raise fail(f'"reset" must be the config to start again with, a JSON object, got {_kind(line[RESET_KEY])}')
+    return line
+
+
+def is_reset(line: dict[str, Json]) -> bool:
+    """Whether a line read_trace yielded is a reset line rather than a step (steps have "i")."""
+    return "i" not in line
+
+
 def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict[str, Json]]]:
     """The header now, and the steps lazily, one validated line at a time.
 
-    The header is checked before this returns; a problem in a later line raises TraceError
-    when iteration reaches it, so a replay reports every step before the broken one."""
+    The iterator yields each step, and each reset line as read (`{"reset": CONFIG}`, the
+    only line without "i"; is_reset tells). The header is checked before this returns; a
+    problem in a later line raises TraceError when iteration reaches it, so a replay
+    reports every step before the broken one."""
     where = str(path)
     try:
         handle = open_regular(path)
@@ -166,16 +192,17 @@ def _steps(handle: Any, where: str) -> Iterator[dict[str, Json]]:
     The usual line (within the length limit, a shape orjson parses as json would, a
     well-formed step) is read, parsed and checked here in a handful of C calls, with no
     call per line into the helpers; any other line takes the careful path (_read,
-    _parse, check_step), which accepts exactly the same and names what is wrong."""
+    _parse, check_step), which accepts exactly the same and names what is wrong. A reset
+    line takes the careful path too (check_reset); steps go on being numbered after it."""
     loads, decode_error, shape_of, unsafe = orjson.loads, orjson.JSONDecodeError, ORJSON_SHAPE, ORJSON_UNSAFE
     readline, too_long = handle.readline, MAX_LINE_BYTES + 1
     with handle:
-        index = 0
+        index = resets = 0
         while True:
             try:
                 text = readline(too_long)
             except OSError as error:
-                raise TraceError(where, index + 2, f"cannot read: {error.strerror or error}") from None
+                raise TraceError(where, index + resets + 2, f"cannot read: {error.strerror or error}") from None
             if not text:
                 return
             step = None
@@ -190,8 +217,13 @@ def _steps(handle: Any, where: str) -> Iterator[dict[str, Json]]:
             if not (type(step) is dict and type(i := step.get("i")) is int and i == index
                     and type(step.get("op")) is str and "args" in step and "now" in step
                     and (len(step) == 5 and type(step.get("result")) is dict or _well_formed(step, index))):
-                line = index + 2
-                step = check_step(_parse(_within_limit(text, where, line), where, line), index, where, line)
+                line = index + resets + 2
+                step = _parse(_within_limit(text, where, line), where, line)
+                if type(step) is dict and RESET_KEY in step:
+                    yield check_reset(step, where, line)
+                    resets += 1
+                    continue
+                step = check_step(step, index, where, line)
             yield step
             index += 1
 
@@ -235,7 +267,8 @@ class TraceWriter:
         # Validated even when given as a TraceHeader, so nothing is written that replay refuses.
         raw = header.to_json() if isinstance(header, TraceHeader) else header
         self.header = TraceHeader.from_json(raw, str(path), None)
-        self.count = 0
+        #: Steps written, and lines after the header (steps and resets).
+        self.count = self.lines = 0
         line = _dump(self.header.to_json(), str(path))
         problem = text_problem(line.encode())
         if problem:
@@ -249,16 +282,23 @@ class TraceWriter:
             raise
 
     def write(self, step: dict[str, Json]) -> None:
-        check_step(step, self.count, str(self.path), None)
+        """Write a step, or a reset line (`{"reset": CONFIG}`, which takes no step number)."""
+        reset = type(step) is dict and RESET_KEY in step
+        if reset:
+            check_reset(step, str(self.path), None)
+        else:
+            check_step(step, self.count, str(self.path), None)
+        what = f"the reset before step {self.count}" if reset else f"step {self.count}"
         line = _dump(step, str(self.path))
         if len(line) >= MAX_LINE_BYTES:
-            raise TraceError(str(self.path), self.count + 2, f"step {self.count} would be a line longer "
-                                                             f"than {MAX_LINE_BYTES:,} bytes")
+            raise TraceError(str(self.path), self.lines + 2,
+                             f"{what} would be a line longer than {MAX_LINE_BYTES:,} bytes")
         problem = text_problem(line.encode())
         if problem:
-            raise TraceError(str(self.path), self.count + 2, f"step {self.count}: {problem}")
+            raise TraceError(str(self.path), self.lines + 2, f"{what}: {problem}")
         self._out.write(line + "\n")
-        self.count += 1
+        self.lines += 1
+        self.count += not reset
 
     def close(self) -> None:
         if not self._out.handle.closed:

@@ -33,7 +33,7 @@ from duespec.outputs import AtomicFile, check_output
 from duespec.systems import NAMES, get_system
 from duespec.targets.interface import TargetError
 from duespec.targets.resolve import deadline
-from duespec.traces.format import (TraceError, TraceHeader, check_step,
+from duespec.traces.format import (TraceError, TraceHeader, check_step, is_reset,
                             read_trace, write_trace)
 
 Json = Any
@@ -211,10 +211,16 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
                                        f"{type(error).__name__}: {error}") from None
         writer.write(f'{{"#meta": {json.dumps(meta)},\n "vars": {json.dumps(variables)},\n "states": [\n')
         first = next(steps, None)
+        if first is not None and is_reset(first):
+            raise _no_itf_reset(where, 0)
         writer.write(state(0, first["now"] if first else 0, None, "init", {n: NONE for n in arg_names}, where))
         pending = [first] if first else []
+        after = 0
         for step in _chain(pending, steps):
+            if is_reset(step):
+                raise _no_itf_reset(where, after)
             at = f"{where}: step {step['i']}"
+            after = step["i"] + 1
             response = _by_model(lambda: model.step(step["op"], step["args"], step["now"]), at, timeout)
             result = step.get("result", response)
             picks = {n: NONE for n in arg_names}
@@ -231,6 +237,13 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
     finally:
         model.close()
     return out
+
+
+def _no_itf_reset(where: str, before: int) -> TraceError:
+    return TraceError(where, None, f"the reset before step {before} has no ITF form: an ITF trace is one "
+                                   f"run from its initial state, so a trace of several runs (a reset "
+                                   f"line in the middle, docs/traces.md) cannot be exported; export "
+                                   f"each run as a trace of its own")
 
 
 def _by_model(call: Callable[[], Json], at: str, timeout: float | None = None) -> Json:

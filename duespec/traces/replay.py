@@ -26,6 +26,11 @@ system offers one (duebook), is also trusted with a fused check: recorded_step_c
 takes a recorded step and compares the answer in one call, state_is compares a
 checkpoint's state without building it; whatever they do not find equal goes through
 the general comparison, so the report is the same as on the general path.
+
+A reset line in the middle of a trace (docs/traces.md) starts the target, the model and
+the expected state again from its config, after the state reached so far is compared: a
+trace of the same steps twice with a reset between shows a target whose state survives
+reset, on a fresh program.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from duespec.systems import ImpliedState, System, get_system
 from duespec.targets.interface import (PROSE_KEYS, Json, Target, TargetError, TargetFactory, comparable,
                                        responses_agree, same_json)
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
-from duespec.traces.format import TraceError, TraceHeader, read_trace
+from duespec.traces.format import RESET_KEY, TraceError, TraceHeader, is_reset, read_trace
 
 #: Steps between state checkpoints: at least this many, and at least this many per item
 #: of the expected state, so that comparing states costs O(1) per step on average.
@@ -80,6 +85,10 @@ class ReplayResult:
     recorded_target: Json = None
     #: Index of the step being replayed (for messages about it).
     steps_seen: int = 0
+    #: Reset lines taken (in the pass that diverged, if one did), and the step the run
+    #: being replayed started at: a trace of several runs reports which one diverged.
+    resets: int = 0
+    run_started_at: int = 0
 
     @property
     def confirmed(self) -> bool:
@@ -91,11 +100,23 @@ class ReplayResult:
         if self.confirmed:
             recorded = (f"; the trace's own {self.recorded_results} results and {self.recorded_states} "
                         f"states among them" if self.recorded_results or self.recorded_states else "")
-            return (f"CONFIRMED: {where}: {self.steps} steps, {self.responses_compared} responses and "
+            runs = (f" in {self.resets + 1} runs ({self.resets} reset{'s' if self.resets > 1 else ''} in between)"
+                    if self.resets else "")
+            return (f"CONFIRMED: {where}: {self.steps} steps{runs}, {self.responses_compared} responses and "
                     f"{self.states_compared} states compared{recorded} ({self.seconds:.2f}s, "
                     f"{rate:,.0f} steps/s)")
-        at = f"step {self.step['i']}" if self.step and self.step["i"] >= 0 else "the start"
-        return f"DIVERGES: {where} at {at}\n{self.divergence}"
+        return f"DIVERGES: {where} at {self.diverged_at()}\n{self.divergence}"
+
+    def diverged_at(self) -> str:
+        """Where the replay diverged: a step, or a reset, and in a trace of several runs which."""
+        if self.step and RESET_KEY in self.step:
+            at = f"the reset before step {self.step['i']}"
+        else:
+            at = f"step {self.step['i']}" if self.step and self.step["i"] >= 0 else "the start"
+        if self.resets:
+            at += (f" (run {self.resets + 1} of the trace, which starts at the reset before step "
+                   f"{self.run_started_at})")
+        return at
 
 
 class _Diverged(Exception):
@@ -159,7 +180,7 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         except _StateDiffers as differs:
             run.locate(differs)
     except _Diverged as diverged:
-        result.steps = max(diverged.step["i"] + 1, 0)
+        result.steps = max(diverged.step["i"] + (RESET_KEY not in diverged.step), 0)
         result.step, result.divergence = diverged.step, diverged.text
     except LimitExceeded as error:  # a step the model refuses to start, by a documented limit
         raise TraceError(str(path), None, f"step {result.steps_seen}: {error}") from None
@@ -234,6 +255,8 @@ class _Replay:
         self.trusted = trusted
         #: Its recorded_step_checker, made for each pass once the target is reset.
         self.check: Callable[[dict[str, Json]], Json] | None = None
+        #: Reset lines taken in this pass.
+        self.resets = 0
 
     # --- the start ---
 
@@ -292,7 +315,14 @@ class _Replay:
         i = -1
         try:
             for step in steps:
-                i = step["i"]
+                try:
+                    i = step["i"]
+                except KeyError:  # a reset line, the only line without "i" (no cost to a step)
+                    self.restart(step[RESET_KEY], last)
+                    check = self.check = self._recorded_step_checker()
+                    fast = check is not None and self.oracle is None
+                    check_at = self._check_at(stop_after)
+                    continue
                 if fast and "result" in step:
                     try:
                         actual = check(step)  # type: ignore[misc]
@@ -324,6 +354,39 @@ class _Replay:
             self.checkpoint(last)
         return last["i"] + 1 if last is not None else 0
 
+    def restart(self, config: dict[str, Json], last: dict[str, Json] | None) -> None:
+        """A reset line: the state the run reached is compared first (a reset would wipe a
+        difference), then the model, the expected state and the target start again from
+        `config`. A config the model refuses makes the trace malformed; a target whose
+        reset fails diverges there."""
+        before = last["i"] + 1 if last is not None else 0
+        if last is not None and self.agreed_at != last["i"]:
+            self.checkpoint(last)
+        self.resets += 1
+        self.counts.resets, self.counts.run_started_at = self.resets, before
+        model = self.subject if self.model_is_subject else self.oracle or self.new_model()
+        try:
+            model.reset(dict(config))
+        except Exception as error:  # the model's own words on what is wrong with the config
+            raise TraceError(self.where, None, f"the reset before step {before}: the model refuses config "
+                                               f"{json.dumps(config)[:200]}: {error}") from None
+        finally:
+            if model is not self.subject and model is not self.oracle:
+                model.close()
+        if self.system.implied_state is not None:
+            self.implied = self.system.implied_state(dict(config))
+        if not self.model_is_subject:
+            try:
+                self.subject.reset(dict(config))
+            except Exception as error:
+                failure = self._failure(error, None, "the target's reset raised")
+                if isinstance(failure, _Diverged):
+                    failure = _Diverged({"i": before, RESET_KEY: config},
+                                        f"the reset before step {before} with config "
+                                        f"{json.dumps(config, sort_keys=True)[:200]}\n"
+                                        + failure.text.split("\n", 1)[-1])
+                raise failure from None
+
     def _recorded_step_checker(self) -> Callable[[dict[str, Json]], Json] | None:
         make = getattr(self.subject, "recorded_step_checker", None) if self.trusted else None
         return make(self.implied) if make is not None else None
@@ -353,7 +416,7 @@ class _Replay:
             counts.recorded_results += 1
             return
         if recorded is None and self.oracle is None and not self.model_is_subject:
-            self.oracle = self.model_through(step["i"] - 1)
+            self.oracle = self.model_through(step["i"] - 1, then_resets=True)
         expected = recorded
         if self.oracle is not None:
             answer = self._attempt(lambda: self.oracle.step(op, args, now), step, "the model raised")  # type: ignore[union-attr]
@@ -447,22 +510,28 @@ class _Replay:
 
     # --- diagnosis with the model ---
 
-    def model_through(self, last: int) -> Target:
-        """A fresh model that has taken every step up to `last`; a recorded result it no
-        longer gives is reported as drift from the spec."""
+    def model_through(self, last: int, *, then_resets: bool = False) -> Target:
+        """A fresh model that has taken every line up to step `last`, and with `then_resets`
+        the reset lines after it too (the model about to take step last + 1); a recorded
+        result it no longer gives is reported as drift from the spec."""
         model = self.new_model()
         model.reset(dict(self.header.config))
-        if last < 0:
+        if last < 0 and not (then_resets and self.resets):
             return model
         _, steps = read_trace(self.where)
         try:
             for step in steps:
+                if is_reset(step):  # a config restart() has seen the model take
+                    model.reset(dict(step[RESET_KEY]))
+                    continue
+                if step["i"] > last:
+                    break
                 answer = self._attempt(lambda: model.step(step["op"], step["args"], step["now"]),
                                        step, "the model raised")
                 recorded = step.get("result")
                 if recorded is not None and not responses_agree(recorded, answer):
                     raise self.drift(step, answer)
-                if step["i"] >= last:
+                if step["i"] >= last and not then_resets:
                     break
         except BaseException:
             model.close()
