@@ -142,6 +142,10 @@ class Deferral(_Fields):
         return "Deferral(id={!r}, owner={!r}, due_at={!r}, expires_at={!r})".format(*self._fields())
 
 
+_blank = object.__new__
+_intern = sys.intern
+
+
 def _frozen(fields: _Fields) -> Deferral:
     fields.__class__ = Deferral
     return fields  # type: ignore[return-value]
@@ -180,6 +184,8 @@ def _not_found(id: object) -> NotFound:
 
 #: Above every int64: the claimable end of a deferral that never expires.
 _NEVER = INT64_MAX + 1
+#: What `far` answers for an id it does not hold.
+_NO_BOX: list[Deferral | None] = [None]
 _ID = attrgetter("id")
 _DUE = attrgetter("due_at")
 _EXPIRY = attrgetter("expires_at")
@@ -343,17 +349,12 @@ def _little_endian(column: array[int]) -> bytes:
     return column.tobytes()
 
 
-def _compact_below(next_id: int, settled: int) -> int:
-    """The open count under which stale rows (next_id - open - settled) would outnumber
-    the open ones by _COMPACT_FLOOR: 2 open < next_id - settled - _COMPACT_FLOOR."""
-    return (next_id - settled - _COMPACT_FLOOR + 1) // 2
-
-
 class Book:
     """An importing realm's book of deferrals. It reads no clock: every call that needs
     the time is given `now`, in whatever unit the realm uses consistently."""
 
-    __slots__ = ("_max_open", "_next_id", "_open", "_settled", "_compact_below", "_base", "_slots",
+    __slots__ = ("_max_open", "_next_id", "_open", "_settled", "_compact_below", "_compact_offset",
+                 "_base", "_slots",
                  "_far", "_pending", "_by_due", "_by_expiry")
 
     def __init__(self, max_open: int) -> None:
@@ -364,21 +365,25 @@ class Book:
         #: then (the stale rows they may hold) are next_id - open - settled, so consuming
         #: only has to count down `open`.
         self._settled = 1
-        #: A consume that leaves fewer open than this compacts: stale rows would then
-        #: outnumber the open ones by _COMPACT_FLOOR (next_id - settled > 2 open + floor),
-        #: worked out when next_id or settled move, so a consume compares once.
-        self._compact_below = _compact_below(1, 1)
+        #: A consume that leaves fewer open than this compacts: stale rows (next_id -
+        #: open - settled) would then outnumber the open ones by _COMPACT_FLOOR, i.e.
+        #: 2 open < next_id - settled - _COMPACT_FLOOR. It is worked out when next_id
+        #: or settled move, so a consume compares once: (next_id - 1 - offset) >> 1,
+        #: with offset = settled + _COMPACT_FLOOR - 2 set when settled moves.
+        self._compact_offset = self._compact_below = 0
         #: slots[id - base] is the open deferral `id`, or None; it covers [base, next_id)
         #: and a little room past it.
         self._base = 1
         self._slots: list[Deferral | None] = []
-        #: Open deferrals below `base`: the few old ones left behind when the window moved.
-        self._far: dict[int, Deferral] = {}
+        #: Open deferrals below `base`, the few old ones left behind when the window
+        #: moved, each in a one-item list: consuming stores None in it as in `slots`.
+        self._far: dict[int, list[Deferral | None]] = {}
         #: Deferrals scheduled since the last query, not yet in the indexes: a query
         #: sorts them in one go (in C) instead of each schedule inserting one by one.
         self._pending: list[Deferral] = []
         self._by_due = _DueRuns()
         self._by_expiry = _SortedRuns(_EXPIRY)  # expiring deferrals only
+        self._reset_stale()
 
     # -- observation --
 
@@ -434,8 +439,14 @@ class Book:
         if id == INT64_MAX:
             # The counter must stay an int64 (D-04, D-25); 2^63 - 2 schedules come first.
             raise Full(f"the book has allocated every id below {INT64_MAX}")
-        deferral = _Fields(id, sys.intern(owner), due_at, expires_at)
-        deferral.__class__ = Deferral  # frozen from here on
+        # Filled in here and frozen by one __class__ store: cheaper than _Fields's
+        # __init__, which a type call runs in a frame of its own.
+        deferral = _blank(_Fields)
+        deferral.id = id
+        deferral.owner = _intern(owner)
+        deferral.due_at = due_at
+        deferral.expires_at = expires_at
+        deferral.__class__ = Deferral
         slots = self._slots
         i = id - self._base
         if i < len(slots):
@@ -448,7 +459,7 @@ class Book:
         self._pending.append(deferral)
         self._open += 1
         self._next_id = id + 1
-        self._compact_below = (id + 2 - self._settled - _COMPACT_FLOOR) // 2
+        self._compact_below = (id - self._compact_offset) >> 1
         return deferral
 
     # claim, cancel and expire each inline the lookup and the consume: a helper call
@@ -461,15 +472,15 @@ class Book:
         if type(id) is not int or type(now) is not int:
             _int64("id", id)
             _time("now", now)
-        slots = self._slots
         i = id - self._base
         if i >= 0:
-            try:
-                deferral = slots[i]
-            except IndexError:
-                deferral = None
+            slots = self._slots
         else:
-            deferral = self._far.get(id)
+            slots, i = self._far.get(id, _NO_BOX), 0
+        try:
+            deferral = slots[i]
+        except IndexError:
+            deferral = None
         if deferral is None:
             _int64("id", id)
             _time("now", now)
@@ -488,13 +499,10 @@ class Book:
             _time("now", now)
         # Consume (D-02): gone for good; its index rows stay until a query walks over
         # them or the indexes are rebuilt (D-06).
-        if i >= 0:
-            slots[i] = None
-        else:
-            del self._far[id]
+        slots[i] = None
         open = self._open - 1
         self._open = open
-        if open < self._compact_below or not open:
+        if open < self._compact_below:
             self._compact()
         return deferral
 
@@ -503,15 +511,15 @@ class Book:
         if type(id) is not int or type(caller) is not str:
             _int64("id", id)
             _owner("caller", caller)
-        slots = self._slots
         i = id - self._base
         if i >= 0:
-            try:
-                deferral = slots[i]
-            except IndexError:
-                deferral = None
+            slots = self._slots
         else:
-            deferral = self._far.get(id)
+            slots, i = self._far.get(id, _NO_BOX), 0
+        try:
+            deferral = slots[i]
+        except IndexError:
+            deferral = None
         if deferral is None:
             _int64("id", id)
             _owner("caller", caller)
@@ -520,13 +528,10 @@ class Book:
             _owner("caller", caller)  # owners are never empty, so an empty caller ends here
             raise NotOwner(f"deferral {id} belongs to {deferral.owner!r}, not {caller!r}")
         # Consume (D-02), as in claim.
-        if i >= 0:
-            slots[i] = None
-        else:
-            del self._far[id]
+        slots[i] = None
         open = self._open - 1
         self._open = open
-        if open < self._compact_below or not open:
+        if open < self._compact_below:
             self._compact()
         return deferral
 
@@ -535,15 +540,15 @@ class Book:
         if type(id) is not int or type(now) is not int:
             _int64("id", id)
             _time("now", now)
-        slots = self._slots
         i = id - self._base
         if i >= 0:
-            try:
-                deferral = slots[i]
-            except IndexError:
-                deferral = None
+            slots = self._slots
         else:
-            deferral = self._far.get(id)
+            slots, i = self._far.get(id, _NO_BOX), 0
+        try:
+            deferral = slots[i]
+        except IndexError:
+            deferral = None
         if deferral is None:
             _int64("id", id)
             _time("now", now)
@@ -555,13 +560,10 @@ class Book:
                 raise NotExpired(f"deferral {id} never expires (ttl 0)")
             raise NotExpired(f"deferral {id} expires at {expires_at}, now is {now}")
         # Consume (D-02), as in claim.
-        if i >= 0:
-            slots[i] = None
-        else:
-            del self._far[id]
+        slots[i] = None
         open = self._open - 1
         self._open = open
-        if open < self._compact_below or not open:
+        if open < self._compact_below:
             self._compact()
         return deferral
 
@@ -570,13 +572,10 @@ class Book:
         stored one is handed out as it is."""
         if type(id) is int:
             i = id - self._base
-            if i >= 0:
-                try:
-                    deferral = self._slots[i]
-                except IndexError:
-                    deferral = None
-            else:
-                deferral = self._far.get(id)
+            try:
+                deferral = self._slots[i] if i >= 0 else self._far.get(id, _NO_BOX)[0]
+            except IndexError:
+                deferral = None
             if deferral is not None:
                 return deferral
         raise _not_found(id)
@@ -758,10 +757,11 @@ class Book:
     def _is_open(self, deferral: Deferral) -> bool:
         """Whether this very deferral is still open, not a consumed one with its id."""
         i = deferral.id - self._base
-        return (self._slots[i] if i >= 0 else self._far.get(deferral.id)) is deferral
+        return (self._slots[i] if i >= 0 else self._far.get(deferral.id, _NO_BOX)[0]) is deferral
 
     def _by_id(self) -> list[Deferral]:
-        return [self._far[id] for id in sorted(self._far)] + list(filter(None, self._slots))
+        far = self._far
+        return [far[id][0] for id in sorted(far) if far[id][0]] + list(filter(None, self._slots))
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -792,7 +792,8 @@ class Book:
 
     def _reset_stale(self) -> None:
         self._settled = self._next_id - self._open
-        self._compact_below = _compact_below(self._next_id, self._settled)
+        self._compact_offset = self._settled + _COMPACT_FLOOR - 2
+        self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1
         self._by_due.dropped = self._by_expiry.dropped = 0
 
     def _place(self, rows: list[Deferral]) -> None:
@@ -804,7 +805,7 @@ class Book:
         cut = 0
         while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:
             cut += 1
-        self._far = {row.id: row for row in rows[:cut]}
+        self._far = {row.id: [row] for row in rows[:cut]}
         self._base = rows[cut].id if cut < count else end
         slots: list[Deferral | None] = [None] * (end - self._base)
         base = self._base

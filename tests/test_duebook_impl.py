@@ -375,11 +375,13 @@ def test_one_old_deferral_does_not_hold_the_id_window_open() -> None:
         deferral = book.schedule("alice", 0, 3, n)
         book.claim(deferral.id, n)
     assert len(book._slots) <= 2 * d._COMPACT_FLOOR + 2
-    assert book._far == {old.id: old}
+    assert book._far == {old.id: [old]}
     assert book.get(old.id) == old
     assert book.claimable(5, 10) == [old]
     assert book.cancel(old.id, "keeper") == old
     assert list(book.open_deferrals()) == []
+    with pytest.raises(d.NotFound):
+        book.claim(old.id, 5)  # consumed in the far dict: its box now holds None
 
 
 # --- D-25 snapshot / restore ------------------------------------------------------------------
