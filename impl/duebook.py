@@ -572,10 +572,13 @@ class Book:
         stored one is handed out as it is."""
         if type(id) is int:
             i = id - self._base
-            try:
-                deferral = self._slots[i] if i >= 0 else self._far.get(id, _NO_BOX)[0]
-            except IndexError:
-                deferral = None
+            if i >= 0:
+                try:
+                    deferral = self._slots[i]
+                except IndexError:
+                    deferral = None
+            else:
+                deferral = self._far.get(id, _NO_BOX)[0]
             if deferral is not None:
                 return deferral
         raise _not_found(id)
