@@ -380,7 +380,7 @@ DEEP_CAPS = (1500, 2**31, AT_THE_FILL, INT64_MAX)
 #: as every later step of its run compares a state of over a thousand entries. The first
 #: is 1 because Hypothesis shrinks a sampled value towards the first: a counterexample
 #: that does not need a deep book shrinks its fills to one schedule each.
-FILL_SIZES = (1, 12, 40, 150, 300, 12, 40, 150, 300, 1100)
+FILL_SIZES = (1, 12, 40, 150, 300, 12, 40, 150, 300, 500)
 DRAIN_SIZES = (10, 100, 1000)
 #: Scattered fills take their due times modulo this prime: all over the index, and past
 #: SCATTER deferrals, several at each instant (ties broken by id all through the index).
@@ -399,7 +399,13 @@ FILL_TTLS, SHORT_TTL = (50, 0, 1000, 3, 400), 3
 #: (it varies their steps), so 200 runs have only about 30 openings of their own; at one
 #: deep run in five the first deep opening came after run 60 for some seeds (one in three:
 #: after run 35), at one in two it comes within the first ten runs (seeds 0-4, measured).
-DEEP_ONE_IN, DEEP_THRESHOLD = 2, 1
+#: A draw of TOUR_AT (one run in six) tours the index instead (`tour_the_index`).
+DEEP_ONE_IN, DEEP_THRESHOLD, TOUR_AT = 6, 3, 5
+#: The tour: a fill past one index run of the impl (1024 rows), deferrals inserted all
+#: over it once it is built, consumes that leave stale rows in every run; then it drains
+#: back to TOUR_LEFT open, so the run's later steps compare a small state (a book of a
+#: thousand open, compared after every later step, is what makes a deep run cost).
+TOUR_FILL, TOUR_INSERTS, TOUR_CONSUMES, TOUR_LEFT = 1100, 120, 300, 100
 
 #: Every value the duebook campaign sends, by argument: what a target author must answer.
 VALUE_SPACE: dict[str, str] = {
@@ -647,9 +653,10 @@ class DuebookMachine(LockstepMachine):
         runs are) is as deep as a long one. (It schedules only: an opening that drained
         would keep claim, cancel and expire in a campaign told to leave them out.)"""
         self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
+        tour = self.deep and deep == TOUR_AT
         max_open = deep_cap if self.deep else cap
         if self.deep and deep_cap == AT_THE_FILL:
-            max_open = len(opening) + self.fill_count(fill_size)
+            max_open = len(opening) + self.fill_count(TOUR_FILL if tour else fill_size)
         if max_open != self.config.get("max_open"):
             self.reconfigure({**self.config, "max_open": max_open})
             self.state = self.oracle.observe()
@@ -657,7 +664,9 @@ class DuebookMachine(LockstepMachine):
                 else "DR-01.cap_small")
         scheduled = [self.schedule(owner, delay, ttl) for owner, delay, ttl in opening]
         self.send_a_malformed_request(cap + deep + len(opening))
-        if self.deep:
+        if tour:
+            self.tour_the_index(fill_pattern)
+        elif self.deep:
             self.fill(fill_size, fill_pattern)
         return multiple(*(id for id in scheduled if type(id) is int))
 
@@ -790,13 +799,19 @@ class DuebookMachine(LockstepMachine):
         answer is compared, the state once at the end."""
         # A fill stops a little past the largest fill: every step compares the whole state.
         ceiling = round(max(FILL_SIZES) * self.depth) + 40
-        count = min(self.fill_count(size), ceiling - len(self.state["open"]))
+        self.schedule_many(min(self.fill_count(size), ceiling - len(self.state["open"])), pattern)
+
+    def schedule_many(self, count: int, pattern: str) -> None:
+        """A fill's work: `count` schedules with due times in `pattern`."""
         # "same instant": at the book's next due instant, so the fill ties with what is
         # there already and a listing at that instant starts inside the tie.
         tie = min((d["due_at"] for d in self.state["open"] if d["due_at"] >= self.now), default=self.now + 3)
+        # "all over" (the tour's inserts): anywhere from the clock to the latest due_at.
+        span = max((d["due_at"] for d in self.state["open"]), default=self.now) - self.now + 1
         for n in range(count):
             delay = {"ascending": n // 2, "descending": (count - n) // 2, "same instant": tie - self.now,
-                     "scattered": (n * 7919) % SCATTER, "short-lived": n // 2}[pattern]
+                     "scattered": (n * 7919) % SCATTER, "short-lived": n // 2,
+                     "all over": (n * 7919) % max(span, 1)}[pattern]
             # The first expires: a fill of one still has a window.
             ttl = SHORT_TTL if pattern == "short-lived" else FILL_TTLS[n % len(FILL_TTLS)]
             response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay, "ttl": ttl},
@@ -808,6 +823,35 @@ class DuebookMachine(LockstepMachine):
 
     def fill_count(self, size: int) -> int:
         return max(1, round(size * self.depth))
+
+    def tour_the_index(self, pattern: str) -> None:
+        """The impl's large-Book regime, in a run's opening: a fill past one index run
+        (`pattern`), then deferrals inserted all over the built index (runs other than the
+        last split, their bounds and first keys move), consumes that leave stale rows in
+        every run, a listing of the whole book at several instants after each (listings
+        that span runs, skip closed runs, walk and drop stale rows), and a drain back to
+        TOUR_LEFT open. Each piece whose ops the campaign leaves out is skipped."""
+        # Ascending is short-lived on a tour: whole runs close before later rows' windows.
+        self.schedule_many(self.fill_count(TOUR_FILL), "short-lived" if pattern == "ascending" else pattern)
+        self.list_the_whole_book()
+        consumes = not {"claim", "cancel", "expire"} & self.excluded_ops
+        if consumes:
+            self.consume_oldest(self.fill_count(TOUR_CONSUMES), newest_first=False)
+            self.list_the_whole_book()
+        self.now = 0
+        self.schedule_many(self.fill_count(TOUR_INSERTS), "all over")
+        self.list_the_whole_book()
+        if consumes:
+            self.consume_oldest(len(self.state["open"]) - self.fill_count(TOUR_LEFT), newest_first=True)
+            self.list_the_whole_book()
+
+    def list_the_whole_book(self) -> None:
+        """Both listings of every open deferral, at each instant of LISTING_INSTANTS; the
+        clock is left at the last."""
+        for when in LISTING_INSTANTS[1:]:  # not at the clock: the last listing left it
+            for which in ("claimable", "expirable"):
+                if which not in self.excluded_ops and self.state["open"]:
+                    self.keeper_lists_everything(which, when)
 
     @precondition(lambda self: self.deep and self.has_open())
     @rule(which=st.sampled_from(("claimable", "expirable")), when=st.sampled_from(LISTING_INSTANTS))
@@ -832,9 +876,13 @@ class DuebookMachine(LockstepMachine):
     def drain(self, size: int, newest_first: bool) -> None:
         """Consume up to `size` (x depth) of the oldest (or the newest) open deferrals:
         claim when it is claimable, else expire when late, else cancel as the owner."""
+        self.consume_oldest(max(1, round(size * self.depth)), newest_first)
+
+    def consume_oldest(self, count: int, newest_first: bool) -> None:
+        """Drain's work: the `count` oldest (or newest) open deferrals consumed."""
         open_count = len(self.state["open"])
         in_order = self.state["open"][::-1] if newest_first else self.state["open"]
-        for deferral in in_order[:max(1, round(size * self.depth))]:
+        for deferral in in_order[:max(0, count)]:
             if deferral["due_at"] <= self.now and (not deferral["expires_at"] or self.now < deferral["expires_at"]):
                 op, args = "claim", {"id": deferral["id"]}
             elif deferral["expires_at"] and deferral["expires_at"] <= self.now:
