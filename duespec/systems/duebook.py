@@ -406,11 +406,15 @@ DEEP_ONE_IN, DEEP_THRESHOLD, TOUR_AT = 6, 3, 5
 #: over it once it is built, consumes that leave stale rows in every run; then it drains
 #: back to TOUR_LEFT open, so the run's later steps compare a small state (a book of a
 #: thousand open, compared after every later step, is what makes a deep run cost).
-TOUR_FILL, TOUR_INSERTS, TOUR_CONSUMES, TOUR_LEFT = 1040, 60, 200, 100
+TOUR_FILL, TOUR_LEFT = 1040, 100
+#: A tour's size, drawn: 1 first, so that a counterexample that needs no large book
+#: shrinks its tour to one schedule and its listings; the tour proper three times in four.
+TOUR_SIZES = (1, TOUR_FILL, TOUR_FILL, TOUR_FILL)
 #: The tour's listings of the whole book: where the most are claimable (each run's rows
-#: taken as a slice), at the latest due_at (whole runs closed, later rows still open), and
-#: every expiry by then.
-TOUR_LISTINGS = (("claimable", "most claimable"), ("claimable", "latest due"), ("expirable", "latest due"))
+#: taken as a slice), at the median expiry (a window closing there), at the latest due_at
+#: (whole runs closed, later rows still open), and every expiry by then.
+TOUR_LISTINGS = (("claimable", "most claimable"), ("claimable", "median expiry"),
+                 ("claimable", "latest due"), ("expirable", "latest due"))
 
 #: Every value the duebook campaign sends, by argument: what a target author must answer.
 VALUE_SPACE: dict[str, str] = {
@@ -505,7 +509,7 @@ def most_claimable_instant(open_deferrals: list[dict[str, Json]]) -> int:
 MALFORMED_REQUESTS: tuple[tuple[Json, Json], ...] = (
     ("reschedule", {"id": 1}), (7, {"id": 1}), ("schedule", {"owner": "alice", "delay": 0}),
     ("claim", {"id": 1, "now": 0}), ("cancel", {"id": 1, "owner": "alice"}), ("claimable", {}),
-    ("get", [1]), ("expirable", None),
+    ("get", [1]), ("claim", None),
 )
 
 
@@ -831,8 +835,8 @@ class DuebookMachine(LockstepMachine):
         return max(1, round(size * self.depth))
 
     @precondition(lambda self: self.tour_due)
-    @rule(pattern=st.sampled_from(FILL_PATTERNS))
-    def tour_the_index(self, pattern: str) -> None:
+    @rule(size=st.sampled_from(TOUR_SIZES), pattern=st.sampled_from(FILL_PATTERNS))
+    def tour_the_index(self, size: int, pattern: str) -> None:
         """The impl's large-Book regime, once in a run whose opening drew it: a fill past
         one index run (`pattern`), consumes that leave stale rows in every run, deferrals
         inserted all over the built index (runs other than the last split, their bounds and
@@ -841,19 +845,25 @@ class DuebookMachine(LockstepMachine):
         A rule, not part of the opening: a campaign told to leave out an op it sends
         leaves the tour out (the opening's ops are kept in every campaign)."""
         self.tour_due = False
-        # From an empty book, so that the fill alone makes the index's runs: a deferral
-        # left open in the first run would keep it from ever closing whole.
-        self.consume_oldest(len(self.state["open"]), newest_first=False)
+        count = self.fill_count(size)
+        if count > INDEX_RUN:
+            # From an empty book, so that the fill alone makes the index's runs: a deferral
+            # left open in the first run would keep it from ever closing whole.
+            self.consume_oldest(len(self.state["open"]), newest_first=False)
         # Ascending is short-lived on a tour: whole runs close before later rows' windows.
-        self.schedule_many(self.fill_count(TOUR_FILL), "short-lived" if pattern == "ascending" else pattern)
+        self.schedule_many(count, "short-lived" if pattern == "ascending" else pattern)
         self.list_the_whole_book()
-        self.consume_oldest(self.fill_count(TOUR_CONSUMES), newest_first=False)
-        self.list_the_whole_book()
-        self.now = 0
-        self.schedule_many(self.fill_count(TOUR_INSERTS), "all over")
-        self.list_the_whole_book()
-        self.consume_oldest(len(self.state["open"]) - self.fill_count(TOUR_LEFT), newest_first=True)
-        self.list_the_whole_book()
+        if count // 5:
+            self.consume_oldest(count // 5, newest_first=False)
+            self.list_the_whole_book()
+        if count // 17:
+            self.now = 0
+            self.schedule_many(count // 17, "all over")
+            self.list_the_whole_book()
+        excess = len(self.state["open"]) - self.fill_count(TOUR_LEFT)
+        if excess > 0:
+            self.consume_oldest(excess, newest_first=True)
+            self.list_the_whole_book()
 
     def list_the_whole_book(self) -> None:
         """TOUR_LISTINGS, each answer compared, the state once at the end (a listing
