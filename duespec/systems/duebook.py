@@ -399,17 +399,15 @@ FILL_TTLS, SHORT_TTL = (50, 0, 1000, 3, 400), 3
 #: (it varies their steps), so 200 runs have only about 30 openings of their own; at one
 #: deep run in five the first deep opening came after run 60 for some seeds (one in three:
 #: after run 35), at one in two it comes within the first ten runs (seeds 0-4, measured).
-#: A draw of TOUR_AT (one run in six) tours the index instead (`tour_the_index`): the
-#: opening leaves the book as it is, and the tour is a rule only that run may draw.
+#: A draw of TOUR_AT (one run in six) tours the impl's index in its opening instead of
+#: the plain fill (`tour_the_index`).
 DEEP_ONE_IN, DEEP_THRESHOLD, TOUR_AT = 6, 3, 5
-#: The tour: a fill past one index run of the impl (1024 rows), deferrals inserted all
-#: over it once it is built, consumes that leave stale rows in every run; then it drains
-#: back to TOUR_LEFT open, so the run's later steps compare a small state (a book of a
-#: thousand open, compared after every later step, is what makes a deep run cost).
-TOUR_FILL, TOUR_LEFT = 1040, 100
-#: A tour's size, drawn: 1 first, so that a counterexample that needs no large book
-#: shrinks its tour to one schedule and its listings; the tour proper three times in four.
-TOUR_SIZES = (1, TOUR_FILL, TOUR_FILL, TOUR_FILL)
+#: The tour's fill: past one run of the impl's index (1024 rows). Its size follows the
+#: opening's drawn fill size: a fill size of 1 (the first of FILL_SIZES, where a sampled
+#: value shrinks) makes a tour of one, so a counterexample that needs no large book
+#: shrinks its tour away. A fill of TOUR_FILL // TOUR_INSERTS_ONE_IN more follows, due all
+#: over the built index.
+TOUR_FILL, TOUR_INSERTS_ONE_IN = 1040, 17
 #: The tour's listings of the whole book: where the most are claimable (each run's rows
 #: taken as a slice), at the median expiry (a window closing there), at the latest due_at
 #: (whole runs closed, later rows still open), and every expiry by then.
@@ -547,8 +545,6 @@ class DuebookMachine(LockstepMachine):
         #: The id whose window edge the clock last reached.
         self.focus: int | None = None
         self.deep = False
-        #: Whether this run's tour of the index (a rule) is still to come.
-        self.tour_due = False
         self.most_open = 0
         #: Consumed slots since the implementation last compacted (its rule, simulated).
         self.dead_slots = 0
@@ -665,18 +661,23 @@ class DuebookMachine(LockstepMachine):
         would keep claim, cancel and expire in a campaign told to leave them out.)"""
         self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
         tour = self.deep and deep == TOUR_AT
+        tour_size = TOUR_FILL if fill_size > 1 else 1
         max_open = deep_cap if self.deep else cap
         if self.deep and deep_cap == AT_THE_FILL:
-            max_open = len(opening) + self.fill_count(TOUR_FILL if tour else fill_size)
+            filled = self.fill_count(tour_size) + self.fill_count(tour_size) // TOUR_INSERTS_ONE_IN if tour \
+                else self.fill_count(fill_size)
+            max_open = len(opening) + filled
         if max_open != self.config.get("max_open"):
             self.reconfigure({**self.config, "max_open": max_open})
             self.state = self.oracle.observe()
         reached("DR-01.cap_1" if max_open == 1 else "DR-01.cap_beyond_int32" if max_open > 2**31 - 1
                 else "DR-01.cap_small")
-        scheduled = [self.schedule(owner, delay, ttl) for owner, delay, ttl in opening]
+        # A tour's index must be able to close whole runs: its opening expires too.
+        scheduled = [self.schedule(owner, delay, SHORT_TTL if tour else ttl) for owner, delay, ttl in opening]
         self.send_a_malformed_request(cap + deep + len(opening))
-        self.tour_due = tour
-        if self.deep and not tour:
+        if tour:
+            self.tour_the_index(tour_size, fill_pattern)
+        elif self.deep:
             self.fill(fill_size, fill_pattern)
         return multiple(*(id for id in scheduled if type(id) is int))
 
@@ -834,35 +835,20 @@ class DuebookMachine(LockstepMachine):
     def fill_count(self, size: int) -> int:
         return max(1, round(size * self.depth))
 
-    @precondition(lambda self: self.tour_due)
-    @rule(size=st.sampled_from(TOUR_SIZES), pattern=st.sampled_from(FILL_PATTERNS))
     def tour_the_index(self, size: int, pattern: str) -> None:
-        """The impl's large-Book regime, once in a run whose opening drew it: a fill past
-        one index run (`pattern`), consumes that leave stale rows in every run, deferrals
-        inserted all over the built index (runs other than the last split, their bounds and
-        first keys move), a listing of the whole book after each (listings that span runs,
-        skip closed runs, walk and drop stale rows), and a drain back to TOUR_LEFT open.
-        A rule, not part of the opening: a campaign told to leave out an op it sends
-        leaves the tour out (the opening's ops are kept in every campaign)."""
-        self.tour_due = False
+        """The impl's large-Book regime, in a run's opening: a fill past one index run
+        (`pattern`; ascending is short-lived on a tour, so whole runs close before later
+        rows' windows), then deferrals due all over the built index (runs other than the
+        last split, their bounds and first keys move), the whole book listed after each
+        (listings that span runs and skip closed runs). It schedules only, as the
+        opening must; the run's drawn consumes and whole-book listings (deep runs'
+        `keeper_lists_everything`) then leave and walk stale rows in every run."""
         count = self.fill_count(size)
-        if count > INDEX_RUN:
-            # From an empty book, so that the fill alone makes the index's runs: a deferral
-            # left open in the first run would keep it from ever closing whole.
-            self.consume_oldest(len(self.state["open"]), newest_first=False)
-        # Ascending is short-lived on a tour: whole runs close before later rows' windows.
         self.schedule_many(count, "short-lived" if pattern == "ascending" else pattern)
         self.list_the_whole_book()
-        if count // 5:
-            self.consume_oldest(count // 5, newest_first=False)
-            self.list_the_whole_book()
-        if count // 17:
+        if count // TOUR_INSERTS_ONE_IN:
             self.now = 0
-            self.schedule_many(count // 17, "all over")
-            self.list_the_whole_book()
-        excess = len(self.state["open"]) - self.fill_count(TOUR_LEFT)
-        if excess > 0:
-            self.consume_oldest(excess, newest_first=True)
+            self.schedule_many(count // TOUR_INSERTS_ONE_IN, "all over")
             self.list_the_whole_book()
 
     def list_the_whole_book(self) -> None:
