@@ -508,6 +508,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "__ne__", "return not self == other", "drop `not`"):
         "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
         "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
+    ("impl/duebook.py", "_int64", 'bound = "an int64" if minimum == INT64_MIN else f"an int64 >= {minimum}"',
+     "Eq -> NotEq"):
+        "chooses the wording of an invalid error's message; the message is prose, never compared "
+        "(PROSE_KEYS)",
     ("impl/duebook.py", "expire", "if expires_at == 0:", "0 -> -1"):
         "chooses between two messages of the same not_expired error; the message is prose, never "
         "compared (PROSE_KEYS)",
