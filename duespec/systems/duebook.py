@@ -399,15 +399,13 @@ FILL_TTLS, SHORT_TTL = (50, 0, 1000, 3, 400), 3
 #: (it varies their steps), so 200 runs have only about 30 openings of their own; at one
 #: deep run in five the first deep opening came after run 60 for some seeds (one in three:
 #: after run 35), at one in two it comes within the first ten runs (seeds 0-4, measured).
-#: A draw of TOUR_AT (one run in six) tours the impl's index in its opening instead of
-#: the plain fill (`tour_the_index`).
-DEEP_ONE_IN, DEEP_THRESHOLD, TOUR_AT = 6, 3, 5
-#: The tour's fill: past one run of the impl's index (1024 rows). Its size follows the
-#: opening's drawn fill size: a fill size of 1 (the first of FILL_SIZES, where a sampled
-#: value shrinks) makes a tour of one, so a counterexample that needs no large book
-#: shrinks its tour away. A fill of TOUR_FILL // TOUR_INSERTS_ONE_IN more follows, due all
-#: over the built index.
-TOUR_FILL, TOUR_INSERTS_ONE_IN = 1040, 17
+DEEP_ONE_IN, DEEP_THRESHOLD = 2, 1
+#: A deep opening whose (otherwise unused) small cap draw is TOUR_CAP (one in nine) tours
+#: the impl's index instead of a plain fill (`tour_the_index`): TOUR_FILL deferrals, past
+#: one run of 1024 rows, then TOUR_FILL // TOUR_INSERTS_ONE_IN more due all over it. Its
+#: size follows the drawn fill size, 1 (where it shrinks) making a tour of one, so a
+#: counterexample that needs no large book shrinks its tour away.
+TOUR_CAP, TOUR_FILL, TOUR_INSERTS_ONE_IN = 64, 1040, 17
 #: The tour's listings of the whole book: where the most are claimable (each run's rows
 #: taken as a slice), at the median expiry (a window closing there), at the latest due_at
 #: (whole runs closed, later rows still open), and every expiry by then.
@@ -662,7 +660,7 @@ class DuebookMachine(LockstepMachine):
         runs are) is as deep as a long one. (It schedules only: an opening that drained
         would keep claim, cancel and expire in a campaign told to leave them out.)"""
         self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
-        tour = self.deep and deep == TOUR_AT
+        tour = self.deep and cap == TOUR_CAP
         tour_size = TOUR_FILL if fill_size > 1 else 1
         max_open = deep_cap if self.deep else cap
         if self.deep and deep_cap == AT_THE_FILL:
