@@ -676,7 +676,7 @@ class DuebookMachine(LockstepMachine):
         scheduled = [self.schedule(owner, delay, SHORT_TTL if tour else ttl) for owner, delay, ttl in opening]
         self.send_a_malformed_request(cap + deep + len(opening))
         if tour:
-            self.tour_the_index(tour_size, fill_pattern)
+            self.tour_the_index(tour_size)
         elif self.deep:
             self.fill(fill_size, fill_pattern)
         return multiple(*(id for id in scheduled if type(id) is int))
@@ -841,16 +841,15 @@ class DuebookMachine(LockstepMachine):
     def fill_count(self, size: int) -> int:
         return max(1, round(size * self.depth))
 
-    def tour_the_index(self, size: int, pattern: str) -> None:
+    def tour_the_index(self, size: int) -> None:
         """The impl's large-Book regime, in a run's opening: a fill past one index run
-        (`pattern`; ascending is short-lived on a tour, so whole runs close before later
-        rows' windows), then deferrals due all over the built index (runs other than the
+        (short-lived, so whole runs close before later rows' windows), then deferrals due all over the built index (runs other than the
         last split, their bounds and first keys move), the whole book listed after each
         (listings that span runs and skip closed runs). It schedules only, as the
         opening must; the run's drawn consumes and whole-book listings (deep runs'
         `keeper_lists_everything`) then leave and walk stale rows in every run."""
         count = self.fill_count(size)
-        self.schedule_many(count, "short-lived" if pattern == "ascending" else pattern)
+        self.schedule_many(count, "short-lived")
         self.list_the_whole_book()
         if count // TOUR_INSERTS_ONE_IN:
             self.now = 0
