@@ -478,8 +478,6 @@ MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Di
 #: claimable, the median expiry (the earlier half late, the rest not), the latest due_at
 #: (everything due, much of it expired).
 LISTING_INSTANTS = ("clock", "most claimable", "median expiry", "latest due")
-#: Limits on and past the edges of int64 (only int64 max is valid).
-EDGE_LIMITS = (INT64_MAX, -1, INT64_MAX + 1, INT64_MIN - 1, INT64_MIN)
 #: The ops that read `now`, each given a misread instant in one step.
 MISREAD_OPS = ("schedule", "claim", "expire", "claimable", "expirable")
 #: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
@@ -785,12 +783,6 @@ class DuebookMachine(LockstepMachine):
     @rule(limit=LIMITS)
     def expirable(self, limit: Json) -> None:
         self.act("expirable", {"limit": limit.of() if isinstance(limit, Disguised) else limit})
-
-    @rule(which=st.sampled_from(("claimable", "expirable")), limit=st.sampled_from(EDGE_LIMITS))
-    def lists_with_a_limit_at_an_edge(self, which: str, limit: int) -> None:
-        """A limit on or past an edge of int64 in one step: among LIMITS it is a rare pick, and
-        a Book that checks the limit on a fast path of its own must refuse it there too."""
-        self.act(which, {"limit": limit})
 
     @precondition(has_open)
     @rule(limit=LIMITS)
