@@ -474,10 +474,6 @@ JUMP_TO = {"to zero": 0, "to int64 max": INT64_MAX, "to 2^31": 2**31, "to 2^53 +
 #: own value in a wrong type.
 MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Disguised("string"),
                             *(Disguised(form) for form in DISGUISES)))
-#: Where a deep book is listed whole: the clock as it is, the instant the most are
-#: claimable, the median expiry (the earlier half late, the rest not), the latest due_at
-#: (everything due, much of it expired).
-LISTING_INSTANTS = ("clock", "most claimable", "median expiry", "latest due")
 #: The ops that read `now`, each given a misread instant in one step.
 MISREAD_OPS = ("schedule", "claim", "expire", "claimable", "expirable")
 #: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
@@ -835,11 +831,10 @@ class DuebookMachine(LockstepMachine):
 
     def tour_the_index(self, size: int) -> None:
         """The impl's large-Book regime, in a run's opening: a fill past one index run
-        (short-lived, so whole runs close before later rows' windows), then deferrals due all over the built index (runs other than the
-        last split, their bounds and first keys move), the whole book listed after each
-        (listings that span runs and skip closed runs). It schedules only, as the
-        opening must; the run's drawn consumes and whole-book listings (deep runs'
-        `keeper_lists_everything`) then leave and walk stale rows in every run."""
+        (short-lived, so whole runs close before later rows' windows), then deferrals due
+        all over the built index (runs other than the last split, their bounds and first
+        keys move), the whole book listed after each (listings that span runs and skip
+        closed runs). It schedules and lists only, as an opening must."""
         count = self.fill_count(size)
         self.schedule_many(count, "short-lived")
         self.list_the_whole_book()
@@ -857,28 +852,15 @@ class DuebookMachine(LockstepMachine):
                 self.call(which, {"limit": INT64_MAX}, self.now)
         self.bulk_done()
 
-    @precondition(lambda self: self.deep and self.has_open())
-    @rule(which=st.sampled_from(("claimable", "expirable")), when=st.sampled_from(LISTING_INSTANTS))
-    def keeper_lists_everything(self, which: str, when: str) -> None:
-        """A deep book listed whole (limit int64 max) at an instant where much is due or
-        late: the small limits of the other rules see only an index's first rows, so a row
-        lost, misplaced or wrongly skipped in a later run of the impl's index would never
-        show (listings that span runs, inserts into runs other than the last, each run's
-        bounds, stale rows in any run)."""
-        self.now = self.instant(when)
-        self.act(which, {"limit": INT64_MAX})
-
     def instant(self, when: str) -> int:
-        """The instant of LISTING_INSTANTS named `when`, in the book as it is (open deferrals)."""
+        """The instant named `when` in TOUR_LISTINGS, in the book as it is."""
         open_deferrals = self.state["open"]
         if when == "most claimable":
             return most_claimable_instant(open_deferrals)
         if when == "median expiry":
             expiries = sorted(d["expires_at"] for d in open_deferrals if d["expires_at"])
             return expiries[len(expiries) // 2] if expiries else self.now
-        if when == "latest due":
-            return max(d["due_at"] for d in open_deferrals)
-        return self.now
+        return max(d["due_at"] for d in open_deferrals)  # "latest due"
 
     @precondition(lambda self: self.deep and self.has_open())
     @rule(size=st.sampled_from(DRAIN_SIZES), newest_first=st.booleans())
