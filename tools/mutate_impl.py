@@ -495,6 +495,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "_insert_inside", "self._add_run(r + 1, [deferral])", "1 -> 2"):
         "r is the last run on that branch: list.insert past the end appends, so the new run lands at "
         "r + 1 in all four lists (runs, firsts, soonest, latest) and r + 1 is returned as before",
+    ("impl/duebook.py", "_insert_inside", "if len(run) > _RUN_MAX:", "Gt -> Lt"):
+        "splits every run an insert lands in (not only full ones): the run holds at least 2 rows "
+        "then, so both halves are non-empty, the second goes right after the first, each half's "
+        "bounds still bound it, and the row's run is returned as before: more runs, the same rows "
+        "in the same order",
     ("impl/duebook.py", "insert", "if len(run) < _RUN_MAX and key >= self._key(run[-1]):", "GtE -> Gt"):
         "a row tying the last row's key then takes _insert_inside, which starts a run of one after the "
         "last run: the runs still hold every row in (key, id) order and each run's bounds are its "
