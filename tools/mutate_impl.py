@@ -436,26 +436,94 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules.py", "", "MAX_CATCH_UP_OCCURRENCES = 1_000_000", "1000000 -> 999999"): _OVER_A_MILLION_OWED,
 }
 
+_COMPACTION_TIMING = ("when a consume compacts: _compact rebuilds the window and both indexes from the "
+                      "open deferrals at whatever moment it runs, and until it runs the stale rows are "
+                      "told apart by _is_open (the checked path), so it changes speed and memory, never "
+                      "an answer")
+_CHECKED_MORE_OFTEN = ("the count it compares is never smaller than the true count of consumes since the "
+                       "rebuild (settled >= 1, open >= 0), so the listing takes the checked path (each "
+                       "row's openness asked of the Book) whenever it did before, and more often: same rows")
+_STRICTER_FAST_GUARD = ("the guard only chooses the fast path: a valid value it now stops is checked again "
+                        "by _time, which lets it pass")
+_LAYOUT_ONLY = ("where the id window starts or how much room it keeps: every lookup takes slots[id - base] "
+                "for id >= base and far below it, and _place puts every row below base in far, so each "
+                "layout answers the same")
+
 #: Survivors judged equivalent (docs/mutation.md gives each reason in full), keyed by
 #: (file, the enclosing def or class, the mutated line's text, the mutation): stable while
 #: the line itself is, whatever moves around it.
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
-    ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "Or -> And"):
-        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
-    ("impl/duebook.py", "_slot", "if type(id) is not int or id <= 0:", "LtE -> Lt"):
-        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
-    ("impl/duebook.py", "_slot", "if b < 0:", "0 -> -1"):
-        "dead code: nothing calls Book._slot (claim, cancel, expire and get inline it)",
-    ("impl/duebook.py", "_capacity_for", "while capacity * 3 // 4 <= count:", "LtE -> Lt"):
-        "a table may be sized exactly 3/4 full: lookups still end at an empty bucket, and the "
-        "next schedule grows it first (open >= _grow_at); the layout changes, never an answer",
-    ("impl/duebook.py", "_put", "if distance > self._reach:", "Gt -> GtE"):
-        "when distance equals the reach, the mutant stores the same value again",
-    ("impl/duebook.py", "schedule", "and 0 <= now <= INT64_MAX and 0 <= delay <= INT64_MAX and 0 <= ttl <= INT64_MAX):",
-     "LtE -> GtE #4"):
-        "the guard only chooses the fast path: a value it wrongly stops is checked again by _time, "
-        "which lets it pass; a delay or ttl it wrongly lets through (>= 2^63) overflows due_at or "
-        "expires_at, refused right after as invalid, the same error",
+    # duebook round (docs/mutation.md, section 1): impl/duebook.py as of main fc035ee.
+    ("impl/duebook.py", "schedule", "self._compact_below = (id + 2 - self._settled - _COMPACT_FLOOR) // 2", "Add -> Sub"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "schedule", "self._compact_below = (id + 2 - self._settled - _COMPACT_FLOOR) // 2",
+     "Sub -> Add #2"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "claim", "if open < self._compact_below or not open:", "Lt -> Gt"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "expirable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Sub -> Add #1"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "expire", "if open < self._compact_below or not open:", "Lt -> Gt"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "__ne__", "return not self == other", "Eq -> NotEq"):
+        "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
+        "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
+    ("impl/duebook.py", "claimable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Sub -> Add #2"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "claimable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "cancel", "if type(id) is not int or type(caller) is not str:", "IsNot -> Is #2"):
+        "the type guard then checks every str caller (which passes) and lets a non-str caller past; "
+        "that caller is still refused as invalid by the same checks further on (not found: _int64 "
+        "then _owner; found: the owner comparison fails and _owner raises), in the same order of "
+        "precedence",
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Add -> Sub"): _LAYOUT_ONLY,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Lt -> Gt"): _LAYOUT_ONLY,
+    ("impl/duebook.py", "schedule", "self._slots = slots + [None] * (len(slots) // 16 + 16)", "16 -> 17 #2"):
+        _LAYOUT_ONLY,
+    ("impl/duebook.py", "schedule", "self._slots = slots + [None] * (len(slots) // 16 + 16)", "FloorDiv -> Mult"):
+        _LAYOUT_ONLY,
+    ("impl/duebook.py", "_insert_inside", "self._add_run(0, [deferral])", "0 -> -1"):
+        "the index is empty on that branch, and inserting at -1 into an empty list puts the run at 0",
+    ("impl/duebook.py", "_insert_inside", "self._add_run(0, [deferral])", "0 -> 1"):
+        "the index is empty on that branch, and inserting at 1 into an empty list puts the run at 0",
+    ("impl/duebook.py", "add", "if 8 * len(rows) >= sum(map(len, self._runs)):", "GtE -> LtE"):
+        "swaps which of two correct ways adds a batch: a stable sort of the old rows then the new "
+        "(larger ids) gives (key, id) order, and so does inserting each new row after every row "
+        "with its key; stale rows are kept either way and `dropped` is untouched by both",
+    ("impl/duebook.py", "claimable", "if len(found) == limit or end < len(run):", "Lt -> Gt"):
+        "after a run with rows due later than now (end < len), every later run's rows are due later "
+        "still, so the next run's bisect gives 0 and the loop stops there: the same rows",
+    ("impl/duebook.py", "_insert_inside", "self._add_run(r + 1, [deferral])", "1 -> 2"):
+        "r is the last run on that branch: list.insert past the end appends, so the new run lands at "
+        "r + 1 in all four lists (runs, firsts, soonest, latest) and r + 1 is returned as before",
+    ("impl/duebook.py", "_insert_inside", "if len(run) > _RUN_MAX:", "Gt -> Lt"):
+        "splits every run an insert lands in (not only full ones): the run holds at least 2 rows "
+        "then, so both halves are non-empty, the second goes right after the first, each half's "
+        "bounds still bound it, and the row's run is returned as before: more runs, the same rows "
+        "in the same order",
+    ("impl/duebook.py", "insert", "if len(run) < _RUN_MAX and key >= self._key(run[-1]):", "GtE -> Gt"):
+        "a row tying the last row's key then takes _insert_inside, which starts a run of one after the "
+        "last run: the runs still hold every row in (key, id) order and each run's bounds are its "
+        "own, so every listing walks the same rows; only the runs are shorter",
+    ("impl/duebook.py", "_is_open", "return (self._slots[i] if i >= 0 else self._far.get(deferral.id)) is deferral",
+     "0 -> -1"):
+        "asks slots[-1] instead of far about a row with id base - 1, and no index row has that id "
+        "while it is below the window: _place sends a row to far only when the next row it keeps is "
+        "at least 2 ids later (its cut condition, one row on, fails only across a gap), when every "
+        "row goes to far the newest is at least 67 ids below base, and later rows have ids >= base",
+    ("impl/duebook.py", "__ne__", "return not self == other", "drop `not`"):
+        "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
+        "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
+    ("impl/duebook.py", "_int64", 'bound = "an int64" if minimum == INT64_MIN else f"an int64 >= {minimum}"',
+     "Eq -> NotEq"):
+        "chooses the wording of an invalid error's message; the message is prose, never compared "
+        "(PROSE_KEYS)",
+    ("impl/duebook.py", "expire", "if expires_at == 0:", "0 -> -1"):
+        "chooses between two messages of the same not_expired error; the message is prose, never "
+        "compared (PROSE_KEYS)",
+    ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
+     "Or -> And"):
+        "differs only for an op that is a str subclass, which no JSON request can carry (a parsed "
+        "JSON string is a str)",
     ("impl/schedules.py", "occurrences_due", "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))",
      "1 -> 2 #2"):
         "counting up to limit + 2 items instead of limit + 1: both callers only ask whether the "
