@@ -613,10 +613,15 @@ class SchedulesMachine(LockstepMachine):
 
     @rule(pick=st.integers(0, 9))
     def settle_overdue(self, pick: int) -> None:
-        """A settle of a promise still pending a moment past its timeout (read as timed out)."""
-        id = f"{AWAITED_ID}.overdue.{pick}"
-        self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0], "tags": {}})
+        """A settle of a promise still pending a moment past its timeout (read as timed out);
+        half of them have a task, read first (projected as fulfilled, T-01): no timeout has
+        fired, so the stored task is still pending."""
+        id, with_task = f"{AWAITED_ID}.overdue.{pick}", pick % 2 == 1
+        self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0],
+                                    "tags": TARGET if with_task else {}})
         self.move_clock(self.now + 1)
+        if with_task:
+            self.act("task.get", {"id": id})
         self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[1]})
 
     # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
@@ -779,6 +784,9 @@ class SchedulesMachine(LockstepMachine):
             self.move_clock(self.now + 1)
             pid = "stranger" if pick % 4 == 1 else t.get("pid") or PIDS[0]
             self.act("task.heartbeat", {"pid": pid, "tasks": [{"id": id, "version": version}]})
+            # a renewal shows only in the state (the lease's timeout), which the story's later
+            # steps replace or lapse before the rule's own comparison: compare it here
+            self.invariants_hold()
         if story == "lease_lapses":
             lease = [x["timeout"] for x in self.state["taskTimeouts"] if x["id"] == id and x["kind"] == 1]
             self.move_clock(lease[0] if lease else self.now + 1)
