@@ -150,7 +150,8 @@ STARTS = (
     MAX_TIME - 3 * 60_000 + 1,               # 9999-12-31T23:57:00Z: the end of time
 )
 LAST_YEAR_ROLLOVER, LAST_YEAR = 253_370_678_400_000, 253_370_764_800_000  # 9998-12-31, 9999-01-01
-SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_schedules", "end_of_time")
+SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_schedules", "end_of_time",
+                    "outage_of_years")
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
 #: Near misses of the ids above and of each other: a store that folds case, trims,
@@ -582,7 +583,8 @@ class SchedulesMachine(LockstepMachine):
         """Paths a random walk rarely finds in 50 steps: a timeout for a schedule that is not
         there (deleted, or never created); a get of one that is; a search page with more
         after it; near the end of time, a schedule whose next occurrence would lie past
-        MAX_TIME fired (nextRunAt = NEVER)."""
+        MAX_TIME fired (nextRunAt = NEVER); a yearly schedule caught up after an outage of
+        about two years."""
         if story == "timeout_for_no_schedule":
             gone = [id for id in self.deleted if id not in {s["id"] for s in self.schedules()}]
             self.act("schedule.timeout", {"id": gone[pick % len(gone)] if gone else NEAR_MISS_IDS[-1]})
@@ -596,6 +598,19 @@ class SchedulesMachine(LockstepMachine):
                                              "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
                                              "promiseTags": TARGET})
             self.act("schedule.search", {"limit": 1})
+        elif story == "outage_of_years":
+            # the other schedules deleted, a yearly one is left unticked for more minutes than
+            # one catch-up may fire occurrences (MAX_CATCH_UP_OCCURRENCES), yet owes only two
+            for s in self.schedules():
+                self.act("schedule.delete", {"id": s["id"]})
+                self.deleted.append(s["id"])
+            self.act("schedule.create", {"id": SCHEDULE_IDS[pick % len(SCHEDULE_IDS)], "cron": "@yearly",
+                                         "promiseId": TEMPLATES[0], "promiseTimeout": MINUTE,
+                                         "promiseParam": PARAMS[0], "promiseTags": TARGET})
+            yearly = self.schedules()
+            if yearly and yearly[0]["nextRunAt"] + MAX_CATCH_UP_OCCURRENCES * MINUTE <= MAX_TIME:
+                self.move_clock(yearly[0]["nextRunAt"] + MAX_CATCH_UP_OCCURRENCES * MINUTE)
+                self.act("tick", {})
         else:  # the end of time: a run with no schedule may jump there
             if self.now < LAST_YEAR_ROLLOVER and not self.schedules():
                 self.move_clock(LAST_YEAR_ROLLOVER)
