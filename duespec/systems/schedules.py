@@ -821,6 +821,10 @@ class SchedulesMachine(LockstepMachine):
                 self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
         elif story == "resume_buffered":
             awaited = f"{AWAITED_ID}.{pick}"
+            if not self.live(id):  # no busy task to buffer the resume on (an outage ended them all)
+                id = f"{awaited}.busy"
+                self.act("task.create", {"pid": PIDS[0], "ttl": HOUR, "action": {
+                    "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
                                         "tags": {}})
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
@@ -833,6 +837,8 @@ class SchedulesMachine(LockstepMachine):
             self.act("task.fulfill", {"id": id, "version": version,
                                       "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
         elif story == "stale_worker":
+            self.act("task.suspend", {"id": id, "version": max(version + off, 0),
+                                      "actions": [{"awaited": AWAITED_ID, "awaiter": id}]})
             self.act("task.release", {"id": id, "version": max(version + off, 0)})
             self.act("task.release", {"id": id, "version": version})
             self.act("task.acquire", {"id": id, "version": max(version + off, 0), "pid": PIDS[1], "ttl": MINUTE})
