@@ -446,7 +446,7 @@ class SchedulesMachine(LockstepMachine):
     @rule(op=st.sampled_from(("schedule.get", "schedule.search")), id=st.sampled_from(SCHEDULE_IDS + NEAR_MISS_IDS),
           search=st.sampled_from(({}, {"limit": 10}, {"cursor": "nightly", "limit": 1}, {"limit": 1},
                                  {"tags": TARGET}, {"tags": {"resonate:timer": "true"}, "limit": 2},
-                                 {"limit": 0})))
+                                 {"limit": 0}, {"limit": 1000}, {"limit": 1001})))
     def read_schedules(self, op: str, id: str, search: dict[str, Json]) -> None:
         self.act(op, {"id": id} if op == "schedule.get" else search)
 
