@@ -533,6 +533,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "lets only t_ms in [-60000, -1] past the guard, and nothing passes a negative instant: "
         "`now` is refused first with a 400 (check_time) and every other instant is a stored fire "
         "time; test_instants_outside_the_domain_are_refused covers the guard itself",
+    ("impl/cron.py", "occurrences", "if type(after_ms) is not int or not 0 <= after_ms < HORIZON_MS:",
+     "LtE -> Lt"):
+        "refuses only after_ms = 0, and impl/ passes occurrences() nothing but a schedule's "
+        "next_run_at, a cron fire time strictly after an instant >= 0 (next_run), so at least "
+        "60,000 (the unit tests check these bounds on next_after, not on occurrences)",
     ("impl/schedules.py", "", "CATCH_UP_CHUNK = 16384", "16384 -> 16385"):
         "how many occurrences go to one set-wise insert: the chunks are inserted in order, so "
         "the same promises are created in the same order whatever the size",

@@ -150,7 +150,8 @@ STARTS = (
     MAX_TIME - 3 * 60_000 + 1,               # 9999-12-31T23:57:00Z: the end of time
 )
 LAST_YEAR_ROLLOVER, LAST_YEAR = 253_370_678_400_000, 253_370_764_800_000  # 9998-12-31, 9999-01-01
-SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_schedules", "end_of_time")
+SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_schedules", "end_of_time",
+                    "outage_of_years")
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
 #: Near misses of the ids above and of each other: a store that folds case, trims,
@@ -445,7 +446,7 @@ class SchedulesMachine(LockstepMachine):
     @rule(op=st.sampled_from(("schedule.get", "schedule.search")), id=st.sampled_from(SCHEDULE_IDS + NEAR_MISS_IDS),
           search=st.sampled_from(({}, {"limit": 10}, {"cursor": "nightly", "limit": 1}, {"limit": 1},
                                  {"tags": TARGET}, {"tags": {"resonate:timer": "true"}, "limit": 2},
-                                 {"limit": 0})))
+                                 {"limit": 0}, {"limit": 1000}, {"limit": 1001})))
     def read_schedules(self, op: str, id: str, search: dict[str, Json]) -> None:
         self.act(op, {"id": id} if op == "schedule.get" else search)
 
@@ -582,7 +583,8 @@ class SchedulesMachine(LockstepMachine):
         """Paths a random walk rarely finds in 50 steps: a timeout for a schedule that is not
         there (deleted, or never created); a get of one that is; a search page with more
         after it; near the end of time, a schedule whose next occurrence would lie past
-        MAX_TIME fired (nextRunAt = NEVER)."""
+        MAX_TIME fired (nextRunAt = NEVER); a yearly schedule caught up after an outage of
+        about two years."""
         if story == "timeout_for_no_schedule":
             gone = [id for id in self.deleted if id not in {s["id"] for s in self.schedules()}]
             self.act("schedule.timeout", {"id": gone[pick % len(gone)] if gone else NEAR_MISS_IDS[-1]})
@@ -596,6 +598,20 @@ class SchedulesMachine(LockstepMachine):
                                              "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
                                              "promiseTags": TARGET})
             self.act("schedule.search", {"limit": 1})
+        elif story == "outage_of_years":
+            # in a run with no schedule yet, a yearly one is left unticked for more minutes than
+            # one catch-up may fire occurrences (MAX_CATCH_UP_OCCURRENCES), yet owes only two.
+            # (Deleting the run's other schedules first would leave the timeouts of a target
+            # that forgets to disarm them due, and such a target's tick loops forever in-process.)
+            if self.schedules():
+                return
+            self.act("schedule.create", {"id": SCHEDULE_IDS[pick % len(SCHEDULE_IDS)], "cron": "@yearly",
+                                         "promiseId": TEMPLATES[0], "promiseTimeout": MINUTE,
+                                         "promiseParam": PARAMS[0], "promiseTags": TARGET})
+            yearly = self.schedules()
+            if yearly and yearly[0]["nextRunAt"] + MAX_CATCH_UP_OCCURRENCES * MINUTE <= MAX_TIME:
+                self.move_clock(yearly[0]["nextRunAt"] + MAX_CATCH_UP_OCCURRENCES * MINUTE)
+                self.act("tick", {})
         else:  # the end of time: a run with no schedule may jump there
             if self.now < LAST_YEAR_ROLLOVER and not self.schedules():
                 self.move_clock(LAST_YEAR_ROLLOVER)
@@ -613,10 +629,15 @@ class SchedulesMachine(LockstepMachine):
 
     @rule(pick=st.integers(0, 9))
     def settle_overdue(self, pick: int) -> None:
-        """A settle of a promise still pending a moment past its timeout (read as timed out)."""
-        id = f"{AWAITED_ID}.overdue.{pick}"
-        self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0], "tags": {}})
+        """A settle of a promise still pending a moment past its timeout (read as timed out);
+        half of them have a task, read first (projected as fulfilled, T-01): no timeout has
+        fired, so the stored task is still pending."""
+        id, with_task = f"{AWAITED_ID}.overdue.{pick}", pick % 2 == 1
+        self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0],
+                                    "tags": TARGET if with_task else {}})
         self.move_clock(self.now + 1)
+        if with_task:
+            self.act("task.get", {"id": id})
         self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[1]})
 
     # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
@@ -779,6 +800,9 @@ class SchedulesMachine(LockstepMachine):
             self.move_clock(self.now + 1)
             pid = "stranger" if pick % 4 == 1 else t.get("pid") or PIDS[0]
             self.act("task.heartbeat", {"pid": pid, "tasks": [{"id": id, "version": version}]})
+            # a renewal shows only in the state (the lease's timeout), which the story's later
+            # steps replace or lapse before the rule's own comparison: compare it here
+            self.invariants_hold()
         if story == "lease_lapses":
             lease = [x["timeout"] for x in self.state["taskTimeouts"] if x["id"] == id and x["kind"] == 1]
             self.move_clock(lease[0] if lease else self.now + 1)
@@ -798,6 +822,10 @@ class SchedulesMachine(LockstepMachine):
                 self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
         elif story == "resume_buffered":
             awaited = f"{AWAITED_ID}.{pick}"
+            if not self.live(id):  # no busy task to buffer the resume on (an outage ended them all)
+                id = f"{awaited}.busy"
+                self.act("task.create", {"pid": PIDS[0], "ttl": HOUR, "action": {
+                    "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
                                         "tags": {}})
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
@@ -810,6 +838,8 @@ class SchedulesMachine(LockstepMachine):
             self.act("task.fulfill", {"id": id, "version": version,
                                       "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
         elif story == "stale_worker":
+            self.act("task.suspend", {"id": id, "version": max(version + off, 0),
+                                      "actions": [{"awaited": AWAITED_ID, "awaiter": id}]})
             self.act("task.release", {"id": id, "version": max(version + off, 0)})
             self.act("task.release", {"id": id, "version": version})
             self.act("task.acquire", {"id": id, "version": max(version + off, 0), "pid": PIDS[1], "ttl": MINUTE})
