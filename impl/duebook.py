@@ -365,12 +365,6 @@ class Book:
         #: then (the stale rows they may hold) are next_id - open - settled, so consuming
         #: only has to count down `open`.
         self._settled = 1
-        #: A consume that leaves fewer open than this compacts: stale rows (next_id -
-        #: open - settled) would then outnumber the open ones by _COMPACT_FLOOR, i.e.
-        #: 2 open < next_id - settled - _COMPACT_FLOOR. It is worked out when next_id
-        #: or settled move, so a consume compares once: (next_id - 1 - offset) >> 1,
-        #: with offset = settled + _COMPACT_FLOOR - 2 set when settled moves.
-        self._compact_offset = self._compact_below = 0
         #: slots[id - base] is the open deferral `id`, or None; it covers [base, next_id)
         #: and a little room past it.
         self._base = 1
@@ -383,6 +377,12 @@ class Book:
         self._pending: list[Deferral] = []
         self._by_due = _DueRuns()
         self._by_expiry = _SortedRuns(_EXPIRY)  # expiring deferrals only
+        #: A consume that leaves fewer open than `_compact_below` compacts: stale rows
+        #: (next_id - open - settled) would then outnumber the open ones by
+        #: _COMPACT_FLOOR, i.e. 2 open < next_id - settled - _COMPACT_FLOOR. It is
+        #: worked out when next_id or settled move, so a consume compares once:
+        #: (next_id - 1 - offset) >> 1, with offset = settled + _COMPACT_FLOOR - 2 set
+        #: when settled moves (_reset_stale).
         self._reset_stale()
 
     # -- observation --

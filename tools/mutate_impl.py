@@ -445,6 +445,8 @@ _CHECKED_MORE_OFTEN = ("the count it compares is never smaller than the true cou
                        "row's openness asked of the Book) whenever it did before, and more often: same rows")
 _STRICTER_FAST_GUARD = ("the guard only chooses the fast path: a valid value it now stops is checked again "
                         "by _time, which lets it pass")
+_ONE_ITEM_BOX = ("a far deferral sits in a one-item list, so index -1 names the same item as 0: "
+                 "the same deferral read, the same None stored")
 _LAYOUT_ONLY = ("where the id window starts or how much room it keeps: every lookup takes slots[id - base] "
                 "for id >= base and far below it, and _place puts every row below base in far, so each "
                 "layout answers the same")
@@ -453,15 +455,64 @@ _LAYOUT_ONLY = ("where the id window starts or how much room it keeps: every loo
 #: (file, the enclosing def or class, the mutated line's text, the mutation): stable while
 #: the line itself is, whatever moves around it.
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
-    # duebook round (docs/mutation.md, section 1): impl/duebook.py as of main fc035ee.
-    ("impl/duebook.py", "schedule", "self._compact_below = (id + 2 - self._settled - _COMPACT_FLOOR) // 2", "Add -> Sub"):
+    # impl/duebook.py as changed after the duebook round (issue 10: far deferrals in one-item
+    # lists, the compaction threshold from an offset): every mutant on a changed line was
+    # run; these survived and are equivalent (docs/mutation.md, "changed lines").
+    ("impl/duebook.py", "claim", "if open < self._compact_below:", "Lt -> Gt"):
         _COMPACTION_TIMING,
-    ("impl/duebook.py", "schedule", "self._compact_below = (id + 2 - self._settled - _COMPACT_FLOOR) // 2",
-     "Sub -> Add #2"): _COMPACTION_TIMING,
-    ("impl/duebook.py", "claim", "if open < self._compact_below or not open:", "Lt -> Gt"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "claim", "if open < self._compact_below:", "Lt -> LtE"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "cancel", "if open < self._compact_below:", "Lt -> LtE"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "cancel", "if open < self._compact_below:", "Lt -> Gt"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "expire", "if open < self._compact_below:", "Lt -> LtE"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "expire", "if open < self._compact_below:", "Lt -> Gt"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_offset = self._settled + _COMPACT_FLOOR - 2", "Sub -> Add"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "schedule", "self._compact_below = (id - self._compact_offset) >> 1", "Sub -> Add"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "schedule", "self._compact_below = (id - self._compact_offset) >> 1", "1 -> 2"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "schedule", "self._compact_below = (id - self._compact_offset) >> 1", "1 -> 0"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_offset = self._settled + _COMPACT_FLOOR - 2", "Add -> Sub"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_offset = self._settled + _COMPACT_FLOOR - 2", "2 -> 3"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_offset = self._settled + _COMPACT_FLOOR - 2", "2 -> 1"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1", "Sub -> Add #1"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1", "1 -> 2 #1"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1", "1 -> 0 #1"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "claim", "slots, i = self._far.get(id, _NO_BOX), 0", "0 -> -1"):
+        _ONE_ITEM_BOX,
+    ("impl/duebook.py", "cancel", "slots, i = self._far.get(id, _NO_BOX), 0", "0 -> -1"):
+        _ONE_ITEM_BOX,
+    ("impl/duebook.py", "expire", "slots, i = self._far.get(id, _NO_BOX), 0", "0 -> -1"):
+        _ONE_ITEM_BOX,
+    ("impl/duebook.py", "_reset_stale", "self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1", "Sub -> Add #2"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "get", "deferral = self._far.get(id, _NO_BOX)[0]", "0 -> -1"):
+        _ONE_ITEM_BOX,
+    ("impl/duebook.py", "_is_open", "return (self._slots[i] if i >= 0 else self._far.get(deferral.id, _NO_BOX)[0]) is deferral", "0 -> -1 #2"):
+        _ONE_ITEM_BOX,
+    ("impl/duebook.py", "_by_id", "return [far[id][0] for id in sorted(far) if far[id][0]] + list(filter(None, self._slots))", "0 -> -1 #1"):
+        _ONE_ITEM_BOX,
+    ("impl/duebook.py", "_reset_stale", "self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1", "1 -> 2 #2"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_reset_stale", "self._compact_below = (self._next_id - 1 - self._compact_offset) >> 1", "1 -> 0 #2"):
+        _COMPACTION_TIMING,
+    ("impl/duebook.py", "_by_id", "return [far[id][0] for id in sorted(far) if far[id][0]] + list(filter(None, self._slots))", "0 -> -1 #2"):
+        _ONE_ITEM_BOX,
+    # duebook round (docs/mutation.md, section 1): impl/duebook.py as of main fc035ee.
     ("impl/duebook.py", "expirable", "checked = self._next_id - self._open - self._settled > index.dropped",
      "Sub -> Add #1"): _CHECKED_MORE_OFTEN,
-    ("impl/duebook.py", "expire", "if open < self._compact_below or not open:", "Lt -> Gt"): _COMPACTION_TIMING,
     ("impl/duebook.py", "__ne__", "return not self == other", "Eq -> NotEq"):
         "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
         "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
@@ -504,8 +555,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "a row tying the last row's key then takes _insert_inside, which starts a run of one after the "
         "last run: the runs still hold every row in (key, id) order and each run's bounds are its "
         "own, so every listing walks the same rows; only the runs are shorter",
-    ("impl/duebook.py", "_is_open", "return (self._slots[i] if i >= 0 else self._far.get(deferral.id)) is deferral",
-     "0 -> -1"):
+    ("impl/duebook.py", "_is_open",
+     "return (self._slots[i] if i >= 0 else self._far.get(deferral.id, _NO_BOX)[0]) is deferral", "0 -> -1 #1"):
         "asks slots[-1] instead of far about a row with id base - 1, and no index row has that id "
         "while it is below the window: _place sends a row to far only when the next row it keeps is "
         "at least 2 ids later (its cut condition, one row on, fails only across a gap), when every "
