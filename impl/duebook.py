@@ -3,9 +3,9 @@
 Same behaviour and error precedence as the reference model (spec/duebook.md,
 docs/operations.md); built for size and speed instead of obviousness:
 
-- Deferral values are tuples with named fields, the cheapest immutable value CPython
-  makes. Being values (D-16), the Book stores them as they are and hands the stored one
-  out: a read builds nothing.
+- Deferral values are frozen objects of four slots, the smallest immutable value with
+  named fields CPython makes (64 bytes). Being values (D-16), the Book stores them as
+  they are and hands the stored one out: a read builds nothing.
 - Ids are handed out one after another, so the open deferrals live in a list indexed by
   id - base over the window [base, next_id): a lookup is one subtraction and one list
   read. When consumed deferrals leave the window less than half full, the window moves
@@ -109,7 +109,9 @@ class Deferral(_Fields):
     expires_at: int
 
     def __new__(cls, id: int, owner: str, due_at: int, expires_at: int) -> Deferral:
-        return _frozen(_Fields(id, owner, due_at, expires_at))
+        fields = _Fields(id, owner, due_at, expires_at)
+        fields.__class__ = Deferral  # frozen from here on
+        return fields  # type: ignore[return-value]
 
     def __init__(self, id: int, owner: str, due_at: int, expires_at: int) -> None:
         """The fields were set before the value was frozen (__new__)."""
@@ -142,13 +144,9 @@ class Deferral(_Fields):
         return "Deferral(id={!r}, owner={!r}, due_at={!r}, expires_at={!r})".format(*self._fields())
 
 
+#: What schedule builds a Deferral with, without a type call running _Fields.__init__.
 _blank = object.__new__
 _intern = sys.intern
-
-
-def _frozen(fields: _Fields) -> Deferral:
-    fields.__class__ = Deferral
-    return fields  # type: ignore[return-value]
 
 
 # --- input checks (D-15, D-19) ----------------------------------------------------------
