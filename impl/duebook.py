@@ -363,8 +363,7 @@ class Book:
         #: then (the stale rows they may hold) are next_id - open - settled, so consuming
         #: only has to count down `open`.
         self._settled = 1
-        #: slots[id - base] is the open deferral `id`, or None; it covers [base, next_id)
-        #: and a little room past it.
+        #: slots[id - base] is the open deferral `id`, or None; it covers [base, next_id).
         self._base = 1
         self._slots: list[Deferral | None] = []
         #: Open deferrals below `base`, the few old ones left behind when the window
@@ -445,15 +444,9 @@ class Book:
         deferral.due_at = due_at
         deferral.expires_at = expires_at
         deferral.__class__ = Deferral
-        slots = self._slots
-        i = id - self._base
-        if i < len(slots):
-            slots[i] = deferral
-        else:
-            # Grown by a sixteenth, copied at its exact size: list.append would keep an
-            # eighth spare.
-            self._slots = slots + [None] * (len(slots) // 16 + 16)
-            self._slots[i] = deferral
+        # The window ends at next_id, so the new id is its next item. list.append grows
+        # the list in place: a copy (slots + room) would touch every deferral in it.
+        self._slots.append(deferral)
         self._pending.append(deferral)
         self._open += 1
         self._next_id = id + 1

@@ -528,10 +528,6 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "Add -> Sub"): _LAYOUT_ONLY,
     ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
      "Lt -> Gt"): _LAYOUT_ONLY,
-    ("impl/duebook.py", "schedule", "self._slots = slots + [None] * (len(slots) // 16 + 16)", "16 -> 17 #2"):
-        _LAYOUT_ONLY,
-    ("impl/duebook.py", "schedule", "self._slots = slots + [None] * (len(slots) // 16 + 16)", "FloorDiv -> Mult"):
-        _LAYOUT_ONLY,
     ("impl/duebook.py", "_insert_inside", "self._add_run(0, [deferral])", "0 -> -1"):
         "the index is empty on that branch, and inserting at -1 into an empty list puts the run at 0",
     ("impl/duebook.py", "_insert_inside", "self._add_run(0, [deferral])", "0 -> 1"):
