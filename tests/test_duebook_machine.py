@@ -95,3 +95,28 @@ def test_both_targets_speak_the_same_json(target: Target) -> None:
 def test_a_bad_config_is_refused_before_the_campaign(target: Target) -> None:
     with pytest.raises(ValueError):
         target.reset({"max_open": 2, "extra": 1})
+
+
+class ListsNewestFirst(ModelTarget):
+    """Shows its open deferrals newest first: a broken state that oracle and target agree
+    on, so only the spec's state invariants (open_listed_by_id) can catch it."""
+
+    def observe(self):  # type: ignore[no-untyped-def]
+        state = super().observe()
+        return {**state, "open": state["open"][::-1]}
+
+
+def test_state_invariants_judge_each_new_state_even_when_most_steps_change_nothing() -> None:
+    """check_properties skips the state invariants after a step that left the state as it
+    was (and everything after a rule that took no step); a state a step changed is judged."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from duespec.bench.duebook import DuebookMachine
+    from duespec.campaigns.lockstep import lockstep
+
+    machine = lockstep(DuebookMachine, ListsNewestFirst, ListsNewestFirst, SYSTEM.config("seed"))
+    with pytest.raises(AssertionError, match="open_listed_by_id broken in state"):
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=50, stateful_step_count=20, deadline=None, database=None,
+            phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
