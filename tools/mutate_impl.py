@@ -434,6 +434,10 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> Lt"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> GtE"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "", "MAX_CATCH_UP_OCCURRENCES = 1_000_000", "1000000 -> 999999"): _OVER_A_MILLION_OWED,
+    ("impl/schedules_sql.py", "__init__", "timeout=BUSY_TIMEOUT_MS / 1000)", "1000 -> 999"):
+        "the same wait as BUSY_TIMEOUT_MS (in seconds for sqlite3.connect), for a lock held by a "
+        "foreign SQLite connection to the store file; `duespec check` drives one in-memory store "
+        "that no other connection can open",
 }
 
 _COMPACTION_TIMING = ("when a consume compacts: _compact rebuilds the window and both indexes from the "
@@ -593,6 +597,30 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules_records.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #1"):
         "frozen only forbids assigning a field after construction and gives a hash: nothing in "
         "impl/ assigns to a record (changes go through dataclasses.replace) or hashes one",
+    ("impl/schedules_sql.py", "get_config", "return None if row is None else row[0]", "0 -> -1"):
+        "the query selects one column (SELECT value), so row[-1] is row[0]",
+    ("impl/cron.py", "__init__", "months_ahead, ahead = [0] * 12, 12", "12 -> 11 #1"):
+        "the loop's first year (months 23..12) only warms `ahead` up: every valid cron allows a "
+        "month, so `ahead` is reset to 1 in that year, and the second year (11..0) overwrites all "
+        "12 entries with values that do not depend on the initial one",
+    ("impl/schedules.py", "_catch_up", "if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES",
+     "FloorDiv -> Mult"):
+        "a fast pre-check that only skips counting: more than MAX_CATCH_UP_OCCURRENCES occurrences "
+        "span at least that many minutes, so occurrences_due(...) > MAX already implies both the "
+        "original and the mutated first clause; the mutant counts more often, same refusals",
+    ("impl/schedules_records.py", "next_run", "if after >= MAX_TIME:", "GtE -> Gt"):
+        "a shortcut for after = MAX_TIME: there next_after answers HORIZON_MS (MAX_TIME is in the "
+        "last minute before it), which the clamp below turns into NEVER, the shortcut's answer",
+    ("impl/cron.py", "", "LAST_YEAR = 9999", "9999 -> 10000"):
+        "tables year 10000 too, so next_after may answer a fire in year 10000 where it answered "
+        "HORIZON_MS; impl/ reads next_after only through next_run, which turns anything past "
+        "MAX_TIME into NEVER, and through occurrences up to a now <= MAX_TIME (tests/test_cron.py "
+        "checks next_after's horizon itself)",
+    ("impl/cron.py", "", "HORIZON_MS = 253_402_300_800_000", "253402300800000 -> 253402300800001"):
+        "next_after answers 1 ms past the horizon where it answered the horizon (_HORIZON_MINUTE "
+        "is the same), and next_run turns both into NEVER; occurrences stop at a now <= MAX_TIME "
+        "first; the guards' bounds move past instants no caller passes (now is refused with a 400 "
+        "above MAX_TIME). tests/test_cron.py checks the horizon itself",
 }
 
 

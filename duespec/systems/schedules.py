@@ -241,8 +241,9 @@ def cron_expressions(draw: st.DrawFn) -> str:
     if shape == 0:
         alias = draw(st.sampled_from(sorted(ALIASES)))
         return draw(st.sampled_from((alias, alias.upper(), alias.capitalize())))
-    minute = draw(_field(0, 59, ("0", "*/15", "30", "5/20", "0,30", "10-20/5", "59")))
-    hour = draw(_field(0, 23, ("0", "*", "9-17", "*/6", "23", "0,12")))
+    # `*/60`, `*/24`: a step of the whole cycle (once an hour, once a day); `*/0`: rejected (C-03)
+    minute = draw(_field(0, 59, ("0", "*/15", "30", "5/20", "0,30", "10-20/5", "59", "*/60", "*/0")))
+    hour = draw(_field(0, 23, ("0", "*", "9-17", "*/6", "23", "0,12", "*/24")))
     weekday = draw(st.sampled_from(("*", "*", "?", "mon-fri", "sun", "7", "0", "1,3,5", "SAT,sun",
                                     "*/2", "5")))
     if shape <= 2:
