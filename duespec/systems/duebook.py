@@ -369,6 +369,8 @@ DOUBLE_EDGE = 2**53 + 1
 
 #: Caps: 3 (shrinks there), the smallest, small ones, and caps no int32 holds.
 CAPS = (3, 1, 3, 2, 1, 5, 64, 2**31, INT64_MAX)
+#: The ops a misread instant is sent with.
+MISREAD_OPS = ("claimable", "schedule", "claim", "expire", "expirable")
 #: A deep run's cap of exactly what its opening schedules: the book is full when the
 #: first drawn step comes, so a consume counted twice lets one schedule too many through.
 AT_THE_FILL = "at the fill"
@@ -406,7 +408,7 @@ DEEP_ONE_IN, DEEP_THRESHOLD = 2, 1
 
 #: Every value the duebook campaign sends, by argument: what a target author must answer.
 VALUE_SPACE: dict[str, str] = {
-    "config.max_open": f"{sorted(set(CAPS))} (deep runs: {list(DEEP_CAPS)})",
+    "config.max_open": f"{sorted(set(CAPS))} (deep runs: {list(DEEP_CAPS)}: as many as the opening schedules)",
     "owner": f"{list(OWNER_NAMES)}; invalid: {list(NOT_OWNERS)}",
     "caller": "the deferral's owner; a near miss of it (" + ", ".join(NEAR_MISSES)
               + f"); another owner; invalid: {list(NOT_OWNERS)}",
@@ -419,9 +421,16 @@ VALUE_SPACE: dict[str, str] = {
     "limit": f"0-5; int64 max, -1, {OUT_OF_INT64}; {', '.join(DISGUISES)} forms of 2",
     "now": "the clock: 0 up, each window edge (due_at - 1, due_at, expires_at - 1, "
            f"expires_at), back one tick, to 0, to 2^31, to 2^53 + 1, to int64 max; for one "
-           f"op: -1, int64 min, 2^63, or the clock's value in the {', '.join(DISGUISES)} forms",
+           f"op: -1, int64 min, 2^63, or the clock's value in the {', '.join(DISGUISES)} forms, sent "
+           f"with one of {', '.join(MISREAD_OPS)} in the same step",
     "fills": f"deep runs (about half; the opening fills, and may drain): fills of {sorted(set(FILL_SIZES))} x --depth "
-             f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}",
+             f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}; the largest opening "
+             f"fill tours the index instead ({TOUR_SIZE} deferrals with windows {TOUR_WINDOW} long, the book "
+             f"listed whole at three instants, {TOUR_INSERTS} inserts all over the index, listed again)",
+    "old deferrals": f"one deferral kept open while {OUTLIVED} later ids are scheduled and cancelled, "
+                     "the book listed over it, then claimed or expired in its window",
+    "malformed requests": "one per run's opening: an unknown or non-string op, an argument missing, "
+                          "extra or misnamed, args that are no object",
 }
 
 OWNER_POOL = st.sampled_from(OWNER_NAMES)
@@ -461,8 +470,6 @@ EDGES = ("due_at - 1", "due_at", "expires_at - 1", "expires_at")
 JUMPS = mostly(st.sampled_from(("to zero", "one tick back")),
                st.sampled_from(("to int64 max", "to 2^31", "to 2^53 + 1")), one_in=6)
 JUMP_TO = {"to zero": 0, "to int64 max": INT64_MAX, "to 2^31": 2**31, "to 2^53 + 1": DOUBLE_EDGE}
-#: The ops a misread instant is sent with.
-MISREAD_OPS = ("claimable", "schedule", "claim", "expire", "expirable")
 #: Instants that are not valid times, passed to a single op: out of range, or the clock's
 #: own value in a wrong type.
 MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Disguised("string"),
