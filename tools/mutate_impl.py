@@ -571,6 +571,33 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "expire", "if expires_at == 0:", "0 -> -1"):
         "chooses between two messages of the same not_expired error; the message is prose, never "
         "compared (PROSE_KEYS)",
+    # duebook round 2 (docs/mutation.md, "duebook round, again"): impl/duebook.py as of ff7108d.
+    ("impl/duebook.py", "_insert_inside", "return r + 1", "1 -> 0"):
+        "after a split that put the new row in the second half, _DueRuns.insert widens the bounds of "
+        "the first half (r) with its expiry instead of the second's; the second half's bounds were "
+        "computed by _add_run from its rows, the new one among them, so both stay bounds (the first "
+        "only looser): claimable takes the slow path or skips a run less often, the same rows",
+    ("impl/duebook.py", "claimable", "if end == 0:", "0 -> -1"):
+        "bisect_right never gives -1, so the early break is never taken; with end 0 the run adds "
+        "nothing (an empty slice, or a loop over no rows) and `end < len(run)` breaks the loop at the "
+        "same run: the same rows, nothing dropped",
+    ("impl/duebook.py", "expirable", "if end == 0:", "0 -> -1"):
+        "as in claimable: with end 0 the run adds nothing and `end < len(run)` ends the loop at the "
+        "same run",
+    ("impl/duebook.py", "expirable", "if len(found) == limit or end < len(run):", "Lt -> Gt"):
+        "as in claimable: after a run with rows expiring later than now, every later run's rows "
+        "expire later still, so the next run's bisect gives 0 and the loop stops there: the same rows",
+    ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
+        "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
+        "(1) before any call can read it",
+    ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 0"):
+        "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
+        "(1) before any call can read it",
+    ("impl/duebook.py", "claimable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "_place", "slots: list[Deferral | None] = [None] * (end - self._base)", "Sub -> Add"):
+        _LAYOUT_ONLY + " (a longer window: the slots past next_id - base hold None, which a lookup "
+        "reads as no open deferral, as it reads the IndexError past a window of the exact size)",
     ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
      "Or -> And"):
         "differs only for an op that is a str subclass, which no JSON request can carry (a parsed "
