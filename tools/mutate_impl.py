@@ -587,6 +587,17 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "expirable", "if len(found) == limit or end < len(run):", "Lt -> Gt"):
         "as in claimable: after a run with rows expiring later than now, every later run's rows "
         "expire later still, so the next run's bisect gives 0 and the loop stops there: the same rows",
+    ("impl/duebook.py", "__eq__",
+     "return type(other) is Deferral and self._fields() == other._fields()  # type: ignore[attr-defined]",
+     "Is -> IsNot"):
+        "Deferral.__eq__ is Python API only, as __ne__: no JSON answer compares two Deferrals, and the "
+        "Book itself tells rows apart by identity (_is_open's `is`, compaction's id()); "
+        "tests/test_duebook_impl.py checks it",
+    ("impl/duebook.py", "_insert_inside", "if key >= self._key(run[-1]):", "GtE -> Gt"):
+        "a row tying the last key of its run then takes the bisect branch: bisect_right puts it after "
+        "every row with its key, i.e. at the end, as the append did; in the last run, when full, it is "
+        "split instead of followed by a run of one, and the row's run (r + 1, whose first key is at "
+        "most the row's) is returned as before: the same rows in the same order, bounds still bounds",
     ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
         "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
         "(1) before any call can read it",
