@@ -598,6 +598,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "every row with its key, i.e. at the end, as the append did; in the last run, when full, it is "
         "split instead of followed by a run of one, and the row's run (r + 1, whose first key is at "
         "most the row's) is returned as before: the same rows in the same order, bounds still bounds",
+    ("impl/duebook.py", "_place", "cut += 1", "1 -> 2"):
+        _LAYOUT_ONLY + " (a cut by twos may put one more row in far, or all of them when it passes "
+        "the count: far still holds only rows below base, base = end then)",
+    ("impl/duebook.py", "expirable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expire", "if expires_at == 0:", "Eq -> NotEq"):
+        "chooses between two messages of the same not_expired error; the message is prose, never "
+        "compared (PROSE_KEYS)",
     ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
         "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
         "(1) before any call can read it",
