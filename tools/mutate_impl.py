@@ -606,6 +606,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "expire", "if expires_at == 0:", "Eq -> NotEq"):
         "chooses between two messages of the same not_expired error; the message is prose, never "
         "compared (PROSE_KEYS)",
+    ("impl/duebook.py", "expirable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "__init__", "self._base = 1", "1 -> 0"):
+        _LAYOUT_ONLY + " (a first window from 0: slot 0 is never filled, id 0 reads it as None, "
+        "not_found as before)",
+    ("impl/duebook.py", "_reset_stale", "self._by_due.dropped = self._by_expiry.dropped = 0", "0 -> -1"):
+        _CHECKED_MORE_OFTEN,
     ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
         "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
         "(1) before any call can read it",
