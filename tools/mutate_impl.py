@@ -607,6 +607,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "chooses between two messages of the same not_expired error; the message is prose, never "
         "compared (PROSE_KEYS)",
     ("impl/duebook.py", "expirable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expirable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
     ("impl/duebook.py", "__init__", "self._base = 1", "1 -> 0"):
         _LAYOUT_ONLY + " (a first window from 0: slot 0 is never filled, id 0 reads it as None, "
         "not_found as before)",
