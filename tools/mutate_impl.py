@@ -613,6 +613,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "not_found as before)",
     ("impl/duebook.py", "_reset_stale", "self._by_due.dropped = self._by_expiry.dropped = 0", "0 -> -1"):
         _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "_insert_inside", "return 0", "0 -> -1"):
+        "the index had no run, so the one just added is the only one: index -1 names it as 0 does, "
+        "and _DueRuns.insert updates that run's bounds either way",
+    ("impl/duebook.py", "claimable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "_insert_inside", "half = len(run) // 2", "2 -> 3"):
+        "splits a run of _RUN_MAX + 1 rows at a third instead of the middle: both parts non-empty, "
+        "the second right after the first, its bounds computed from its rows, the first's still "
+        "bounds; the row's run is returned as before: the same rows in the same order",
     ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
         "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
         "(1) before any call can read it",
