@@ -621,6 +621,26 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "splits a run of _RUN_MAX + 1 rows at a third instead of the middle: both parts non-empty, "
         "the second right after the first, its bounds computed from its rows, the first's still "
         "bounds; the row's run is returned as before: the same rows in the same order",
+    ("impl/duebook.py", "claimable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Gt -> GtE"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Gt -> Lt"):
+        _LAYOUT_ONLY + " (it cuts the rows near the end instead: still every row below base in far)",
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Sub -> Add #1"):
+        _LAYOUT_ONLY + " (every row goes to far and the window starts at next_id)",
+    ("impl/duebook.py", "__init__", "self.dropped = 0", "0 -> 1"):
+        "a dead initial value: the only indexes are a Book's, and Book.__init__ ends with _reset_stale(), "
+        "which sets both indexes' dropped to 0 before any call can read it",
+    ("impl/duebook.py", "__init__", "self.dropped = 0", "0 -> -1"):
+        "a dead initial value: the only indexes are a Book's, and Book.__init__ ends with _reset_stale(), "
+        "which sets both indexes' dropped to 0 before any call can read it",
+    ("impl/duebook.py", "_insert_inside", "if len(run) > _RUN_MAX:", "Gt -> GtE"):
+        "splits a run of exactly _RUN_MAX rows too: both halves non-empty, in order, the second's "
+        "bounds computed from its rows, the first's still bounds, the row's run returned as before: "
+        "runs of at most _RUN_MAX - 1 rows, the same rows in the same order",
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "Lt -> LtE #2"): _STRICTER_FAST_GUARD + " (delay 0)",
     ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
         "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
         "(1) before any call can read it",
