@@ -381,6 +381,8 @@ DEEP_CAPS: tuple[int | str, ...] = (1500, 2**31, INT64_MAX, AT_THE_FILL)
 TOUR_SIZE, TOUR_WINDOW, TOUR_INSERTS = 1040, 3, 61
 #: The listings the tour takes (skipped when left out of the campaign: it is an opening).
 LISTING_OPS = ("claimable", "expirable")
+#: How `an_old_deferral_outlives_many` asks for each id it has just cancelled.
+PROBE_OPS = ("expire", "get", "claim", "cancel")
 #: Later ids an old deferral outlives in `an_old_deferral_outlives_many`: enough that the
 #: Book's compaction leaves it below its id window (a "far" deferral).
 OUTLIVED = 80
@@ -890,22 +892,33 @@ class DuebookMachine(LockstepMachine):
     @precondition(lambda self: not self.deep)
     @rule(op=st.sampled_from(("claim", "expire")), owner=OWNER_POOL)
     def an_old_deferral_outlives_many(self, op: str, owner: str) -> None:
-        """One deferral stays open while OUTLIVED later ids are scheduled and cancelled, then
+        """One deferral stays open while OUTLIVED later ids are scheduled and cancelled (each
+        after the next is scheduled, when there is room, and then asked for again), then
         the book is listed over it (stale rows on the way) and it is claimed or expired in
         its window: the Book keeps such an old one apart from its id window once it
-        compacts, and a short campaign rarely consumes that many ids around one survivor."""
+        compacts, and a short campaign rarely consumes that many ids around one survivor,
+        nor asks for a consumed id just below where the window starts after a compaction."""
         response = self.act("schedule", {"owner": owner, "delay": 1, "ttl": TOUR_WINDOW})
         if "error" in response:
             return
         old = response["ok"]
         self.next_id = old["id"] + 1
+        previous: int | None = None
         for n in range(OUTLIVED):
-            scheduled = self.call("schedule", {"owner": owner, "delay": n % 2, "ttl": 1 + n % 3}, self.now)
+            request = {"owner": owner, "delay": n % 2, "ttl": 1 + n % 3}
+            scheduled = self.call("schedule", request, self.now)
+            if "error" in scheduled and previous is not None:  # no room for two: the previous one first
+                self.cancel_and_probe(previous, owner)
+                previous = None
+                scheduled = self.call("schedule", request, self.now)
             if "error" in scheduled:
                 break
             self.next_id = scheduled["ok"]["id"] + 1
-            if "ok" in self.call("cancel", {"id": scheduled["ok"]["id"], "caller": owner}, self.now):
-                self.consumed.append(scheduled["ok"]["id"])
+            if previous is not None:
+                self.cancel_and_probe(previous, owner)
+            previous = scheduled["ok"]["id"]
+        if previous is not None:
+            self.cancel_and_probe(previous, owner)
         self.bulk_done()
         if op == "claim":
             self.now = old["due_at"]
@@ -914,6 +927,15 @@ class DuebookMachine(LockstepMachine):
             self.now = old["expires_at"]
             self.act("expirable", {"limit": INT64_MAX})
         self.consume(op, {"id": old["id"]})
+
+    def cancel_and_probe(self, id: int, owner: str) -> None:
+        """Cancel `id` (the newest but one, when there is room for two), then ask for it again
+        with every op that takes an id: each must answer not_found, also right after the
+        Book compacted and its id window starts just above `id`."""
+        if "ok" in self.call("cancel", {"id": id, "caller": owner}, self.now):
+            self.consumed.append(id)
+        for op in PROBE_OPS:
+            self.call(op, {"id": id, "caller": owner} if op == "cancel" else {"id": id}, self.now)
 
     def bulk_done(self) -> None:
         """After many steps in one rule: one state comparison, no transition invariants
