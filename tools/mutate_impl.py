@@ -434,9 +434,9 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
      "Is -> IsNot"):
         "differs only for an unhashable op (a JSON array or object), which CALLS.get then raises on; "
-        "the campaign cannot send one: a trace step's op must be a string (duespec/traces), and the harness "
-        "looks ops up in sets and dicts (tried: it raises inside duespec); tests/test_malformed_requests.py sends both to the model, "
-        "impl/ and the JavaScript target",
+        "the campaign cannot send one: a trace step's op must be a string (duespec/traces), and the "
+        "harness looks ops up in sets and dicts (tried: it raises inside duespec); "
+        "tests/test_malformed_requests.py sends both to the model, impl/ and the JavaScript target",
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> Lt"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> GtE"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "", "MAX_CATCH_UP_OCCURRENCES = 1_000_000", "1000000 -> 999999"): _OVER_A_MILLION_OWED,
