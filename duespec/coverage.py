@@ -26,3 +26,16 @@ def collecting() -> Iterator[Counter[str]]:
         yield counter
     finally:
         _collectors.remove(counter)
+
+
+@contextmanager
+def isolated() -> Iterator[Counter[str]]:
+    """Collect into a counter of its own only: what runs inside (a replay that checks a
+    counterexample) adds nothing to the collectors outside, the campaign's coverage."""
+    global _collectors
+    outside, counter = _collectors, Counter()
+    _collectors = [counter]
+    try:
+        yield counter
+    finally:
+        _collectors = outside

@@ -32,6 +32,8 @@ DUEBOOK: list[tuple[str, Any, Any, Any, str]] = [
     ("unknown op", "reschedule", {"id": 1}, 5, "invalid"),
     ("an op of the other system", "schedule.get", {"id": "s"}, 5, "invalid"),
     ("op in another case", "Claim", {"id": 1}, 5, "invalid"),
+    ("op a list", ["claim"], {"id": 1}, 5, "invalid"),
+    ("op an object", {"op": "claim"}, {"id": 1}, 5, "invalid"),
     ("id a bool", "claim", {"id": True}, 5, "invalid"),
     ("id a float", "expire", {"id": 1.0}, 5, "invalid"),
     ("id a string", "get", {"id": "1"}, 5, "invalid"),

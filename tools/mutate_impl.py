@@ -431,6 +431,12 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules_sql.py", "", "BUSY_TIMEOUT_MS = 5000", "5000 -> 4999"):
         "how long a statement waits for a lock held by a foreign SQLite connection to the store "
         "file; `duespec check` drives one in-memory store that no other connection can open",
+    ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
+     "Is -> IsNot"):
+        "differs only for an unhashable op (a JSON array or object), which CALLS.get then raises on; "
+        "the campaign cannot send one: a trace step's op must be a string (duespec/traces), and the "
+        "harness looks ops up in sets and dicts (tried: it raises inside duespec); "
+        "tests/test_malformed_requests.py sends both to the model, impl/ and the JavaScript target",
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> Lt"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "occurrences_due", "if next_run_at > now:", "Gt -> GtE"): _OVER_A_MILLION_OWED,
     ("impl/schedules.py", "", "MAX_CATCH_UP_OCCURRENCES = 1_000_000", "1000000 -> 999999"): _OVER_A_MILLION_OWED,
@@ -571,6 +577,87 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "expire", "if expires_at == 0:", "0 -> -1"):
         "chooses between two messages of the same not_expired error; the message is prose, never "
         "compared (PROSE_KEYS)",
+    # duebook round 2 (docs/mutation.md, "duebook round, again"): impl/duebook.py as of ff7108d.
+    ("impl/duebook.py", "_insert_inside", "return r + 1", "1 -> 0"):
+        "after a split that put the new row in the second half, _DueRuns.insert widens the bounds of "
+        "the first half (r) with its expiry instead of the second's; the second half's bounds were "
+        "computed by _add_run from its rows, the new one among them, so both stay bounds (the first "
+        "only looser): claimable takes the slow path or skips a run less often, the same rows",
+    ("impl/duebook.py", "claimable", "if end == 0:", "0 -> -1"):
+        "bisect_right never gives -1, so the early break is never taken; with end 0 the run adds "
+        "nothing (an empty slice, or a loop over no rows) and `end < len(run)` breaks the loop at the "
+        "same run: the same rows, nothing dropped",
+    ("impl/duebook.py", "expirable", "if end == 0:", "0 -> -1"):
+        "as in claimable: with end 0 the run adds nothing and `end < len(run)` ends the loop at the "
+        "same run",
+    ("impl/duebook.py", "expirable", "if len(found) == limit or end < len(run):", "Lt -> Gt"):
+        "as in claimable: after a run with rows expiring later than now, every later run's rows "
+        "expire later still, so the next run's bisect gives 0 and the loop stops there: the same rows",
+    ("impl/duebook.py", "__eq__",
+     "return type(other) is Deferral and self._fields() == other._fields()  # type: ignore[attr-defined]",
+     "Is -> IsNot"):
+        "Deferral.__eq__ is Python API only, as __ne__: no JSON answer compares two Deferrals, and the "
+        "Book itself tells rows apart by identity (_is_open's `is`, compaction's id()); "
+        "tests/test_duebook_impl.py checks it",
+    ("impl/duebook.py", "_insert_inside", "if key >= self._key(run[-1]):", "GtE -> Gt"):
+        "a row tying the last key of its run then takes the bisect branch: bisect_right puts it after "
+        "every row with its key, i.e. at the end, as the append did; in the last run, when full, it is "
+        "split instead of followed by a run of one, and the row's run (r + 1, whose first key is at "
+        "most the row's) is returned as before: the same rows in the same order, bounds still bounds",
+    ("impl/duebook.py", "_place", "cut += 1", "1 -> 2"):
+        _LAYOUT_ONLY + " (a cut by twos may put one more row in far, or all of them when it passes "
+        "the count: far still holds only rows below base, base = end then)",
+    ("impl/duebook.py", "expirable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expire", "if expires_at == 0:", "Eq -> NotEq"):
+        "chooses between two messages of the same not_expired error; the message is prose, never "
+        "compared (PROSE_KEYS)",
+    ("impl/duebook.py", "expirable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expirable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "__init__", "self._base = 1", "1 -> 0"):
+        _LAYOUT_ONLY + " (a first window from 0: slot 0 is never filled, id 0 reads it as None, "
+        "not_found as before)",
+    ("impl/duebook.py", "_reset_stale", "self._by_due.dropped = self._by_expiry.dropped = 0", "0 -> -1"):
+        _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "_insert_inside", "return 0", "0 -> -1"):
+        "the index had no run, so the one just added is the only one: index -1 names it as 0 does, "
+        "and _DueRuns.insert updates that run's bounds either way",
+    ("impl/duebook.py", "claimable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "_insert_inside", "half = len(run) // 2", "2 -> 3"):
+        "splits a run of _RUN_MAX + 1 rows at a third instead of the middle: both parts non-empty, "
+        "the second right after the first, its bounds computed from its rows, the first's still "
+        "bounds; the row's run is returned as before: the same rows in the same order",
+    ("impl/duebook.py", "claimable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Gt -> GtE"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Gt -> Lt"):
+        _LAYOUT_ONLY + " (it cuts the rows near the end instead: still every row below base in far)",
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Sub -> Add #1"):
+        _LAYOUT_ONLY + " (every row goes to far and the window starts at next_id)",
+    ("impl/duebook.py", "__init__", "self.dropped = 0", "0 -> 1"):
+        "a dead initial value: the only indexes are a Book's, and Book.__init__ ends with _reset_stale(), "
+        "which sets both indexes' dropped to 0 before any call can read it",
+    ("impl/duebook.py", "__init__", "self.dropped = 0", "0 -> -1"):
+        "a dead initial value: the only indexes are a Book's, and Book.__init__ ends with _reset_stale(), "
+        "which sets both indexes' dropped to 0 before any call can read it",
+    ("impl/duebook.py", "_insert_inside", "if len(run) > _RUN_MAX:", "Gt -> GtE"):
+        "splits a run of exactly _RUN_MAX rows too: both halves non-empty, in order, the second's "
+        "bounds computed from its rows, the first's still bounds, the row's run returned as before: "
+        "runs of at most _RUN_MAX - 1 rows, the same rows in the same order",
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "Lt -> LtE #2"): _STRICTER_FAST_GUARD + " (delay 0)",
+    ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 2"):
+        "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
+        "(1) before any call can read it",
+    ("impl/duebook.py", "__init__", "self._settled = 1", "1 -> 0"):
+        "a dead initial value: __init__ ends with _reset_stale(), which sets _settled to next_id - open "
+        "(1) before any call can read it",
+    ("impl/duebook.py", "claimable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "_place", "slots: list[Deferral | None] = [None] * (end - self._base)", "Sub -> Add"):
+        _LAYOUT_ONLY + " (a longer window: the slots past next_id - base hold None, which a lookup "
+        "reads as no open deferral, as it reads the IndexError past a window of the exact size)",
     ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
      "Or -> And"):
         "differs only for an op that is a str subclass, which no JSON request can carry (a parsed "

@@ -39,6 +39,7 @@ from duespec.campaigns.classes import (
     Masks,
 )
 from duespec.campaigns.lockstep import Divergence, TargetRaised, lockstep
+from duespec.campaigns.minimise import minimise
 from duespec.campaigns.reset_leak import leak_trace, probe
 from duespec.campaigns.scope import Scope
 from duespec.coverage import collecting
@@ -211,6 +212,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 run_config = dict(machine.last_config)
                 finding = _finding(error, list(machine.last_steps), oracle, target, run_config)
                 finding.config = run_config
+                if finding.kind == DIVERGENCE and finding.divergence_class is not None:
+                    _minimise(finding, oracle, target, masks)
             findings.append(finding)
             found = finding.divergence_class
             if finding.kind not in (DIVERGENCE, TARGET_ERROR) or found is None:
@@ -237,6 +240,21 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         depths=list(machine.depths),
         first_failure_seconds=counted["first_failure"] if first else None,
     )
+
+
+def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks) -> None:
+    """Replace a finding's shrunk run by a shorter one of the same class, if the trace
+    minimiser (duespec.campaigns.minimise) finds one; its text then names the new step."""
+    assert finding.divergence_class is not None
+    shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks)
+    if shorter is None:
+        return
+    before = len(finding.counterexample)
+    finding.counterexample = shorter.steps
+    finding.summary = f"{type(shorter.error).__name__}: {shorter.error}"
+    finding.failure = (f"{finding.summary}\n(Hypothesis shrank the failing run to {before} steps; "
+                       f"removing steps and replaying left these {len(shorter.steps)}, with the same "
+                       f"divergence class)")
 
 
 def _quiet(text: object) -> None:

@@ -1,0 +1,182 @@
+"""After Hypothesis has shrunk a failing run: drop the steps the failure does not need.
+
+Hypothesis shrinks the *draws* of a run. A step that a rule takes many times in one draw
+(a deep opening's fill of a thousand schedules, a drain) goes or stays with that draw, so
+a failure first seen deep inside such a rule can keep hundreds of steps that have nothing
+to do with it, or a dozen that a draw cannot express away. This pass works on the
+recorded trace instead: it removes chunks of steps (delta debugging, complements only,
+then one step at a time), replays each candidate from a reset on a fresh oracle and a
+fresh target, and keeps a candidate only when its first difference is **the same
+divergence class** (duespec.campaigns.classes) as the shrunk run's. It never turns a
+failure into a pass nor changes its class: a candidate that passes, fails elsewhere or
+fails another way is dropped. The state is compared after every step when the shrunk run
+shows its class that way (as `duespec replay` compares it); a run whose class needs the
+state compared only after a rule of many steps (a fill, a drain), as the campaign compared
+it, is minimised that way: every response, and the state after the last step. It is bounded: at most
+REPLAY_STEP_BUDGET_FACTOR times the shrunk run's length in replayed steps (at least
+MIN_REPLAY_STEPS) and MAX_SECONDS of wall clock, after which the best so far is kept.
+
+Only `response` and `state` classes are minimised: a target that raised (or a program
+that hung) is slow and unreliable to replay, and its class is where it raised.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from duespec.campaigns.classes import RESPONSE, STATE, DivergenceClass, Masks, differing_paths, requirements_of
+from duespec.campaigns.lockstep import Divergence
+from duespec.coverage import isolated
+from duespec.targets.interface import Json, TargetFactory, comparable, responses_agree, same_json
+
+#: Replayed steps allowed, as a multiple of the shrunk run's length.
+REPLAY_STEP_BUDGET_FACTOR = 40
+#: ... but never fewer than this many (a short run gets its one-step-at-a-time pass).
+MIN_REPLAY_STEPS = 4_000
+#: Wall-clock bound of the whole pass.
+MAX_SECONDS = 20.0
+#: A shrunk run up to this long is first replayed with the state compared after every
+#: step (as `duespec replay` does); longer ones compare every response and the state
+#: after their last step, as the campaign did after a rule that takes many steps.
+EVERY_STATE_UP_TO = 200
+
+
+@dataclass
+class Minimised:
+    steps: list[dict[str, Json]]
+    #: What went wrong in the minimised run (a Divergence, whose text names its step).
+    error: Divergence
+    replays: int
+    replayed_steps: int
+
+
+class _Budget:
+    def __init__(self, steps: int, seconds: float) -> None:
+        self.steps, self.deadline, self.replays, self.used = steps, time.monotonic() + seconds, 0, 0
+
+    def left(self) -> bool:
+        return self.used < self.steps and time.monotonic() < self.deadline
+
+
+def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
+                   requests: list[tuple[str, Json, Json]], masks: Masks | None,
+                   every_state: bool) -> tuple[list[dict[str, Json]], Divergence] | None:
+    """Run `requests` ((op, args, now) each) from a reset on a fresh oracle and target, as
+    the lockstep machine does; return the steps up to the first unmasked difference and
+    that difference, or None when there is none (or the target raised, or a masked state
+    difference ended the run, as it ends a campaign's run)."""
+    with isolated() as tags:
+        return _replay(oracle_factory, target_factory, config, requests, masks, every_state, tags)
+
+
+def _replay(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
+            requests: list[tuple[str, Json, Json]], masks: Masks | None, every_state: bool,
+            tags: Any) -> tuple[list[dict[str, Json]], Divergence] | None:
+    oracle = oracle_factory()
+    target = None
+    steps: list[dict[str, Json]] = []
+    try:
+        oracle.reset(dict(config))
+        target = target_factory()
+        target.reset(dict(config))
+        last = len(requests) - 1
+        masked_response_at = -1
+        for index, (op, args, now) in enumerate(requests):
+            tags.clear()
+            expected = oracle.step(op, args, now)  # type: ignore[arg-type]
+            requirements = requirements_of(tags)
+            step = {"i": index, "op": op, "args": args, "now": now, "result": expected}
+            steps.append(step)
+            actual = target.step(op, args, now)  # type: ignore[arg-type]
+            if type(actual) is not dict:
+                return None
+            if not same_json(expected, actual) and not responses_agree(expected, actual):
+                found = _classified(masks, RESPONSE, op, requirements, comparable(expected), comparable(actual))
+                if found is not None:
+                    return steps, Divergence(step, RESPONSE, comparable(expected), comparable(actual), found,
+                                             (expected.get("message"), actual.get("message")))
+                masked_response_at = index
+            if every_state or index == last:
+                want, got = oracle.observe(), target.observe()
+                if not same_json(want, got):
+                    found = _classified(masks, STATE, op, requirements, want, got)
+                    if found is None or masked_response_at == index:
+                        return None  # a masked state difference ends a campaign's run
+                    return steps, Divergence(step, STATE, want, got, found)
+    except Exception:  # a target that raises on the way is another failure: not this one
+        return None
+    finally:
+        for side in (oracle, target):
+            close = getattr(side, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:
+                    pass
+    return None
+
+
+def _classified(masks: Masks | None, kind: str, op: str, requirements: tuple[str, ...],
+                expected: Json, actual: Json) -> DivergenceClass | None:
+    paths = differing_paths(expected, actual) or ["$"]
+    if masks is None:
+        return DivergenceClass(kind, op, requirements, paths[0], tuple(paths))
+    found, _ = masks.classify(kind, op, requirements, paths)
+    return found
+
+
+def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
+             steps: list[dict[str, Any]], wanted: DivergenceClass, masks: Masks | None = None,
+             *, max_seconds: float = MAX_SECONDS) -> Minimised | None:
+    """The shortest run this pass finds whose first difference is of class `wanted`, or
+    None when it found none shorter than `steps` (or `steps` does not show `wanted` when
+    replayed on its own)."""
+    if wanted.kind not in (RESPONSE, STATE) or len(steps) < 2:
+        return None
+    budget = _Budget(max(MIN_REPLAY_STEPS, REPLAY_STEP_BUDGET_FACTOR * len(steps)), max_seconds)
+
+    def fails(requests: list[tuple[str, Json, Json]], every_state: bool) -> tuple[list[Any], Divergence] | None:
+        budget.replays += 1
+        budget.used += len(requests)
+        got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state)
+        if got is None or got[1].divergence_class != wanted:
+            return None
+        return got
+
+    current = [(step["op"], step["args"], step["now"]) for step in steps]
+    # The state after every step, as `duespec replay` compares it, when the shrunk run
+    # shows its class that way; else (a rule that takes many steps, whose state the
+    # campaign compared once, after the last) every response and the final state only.
+    every_state = len(current) <= EVERY_STATE_UP_TO and fails(current, True) is not None
+    if not every_state and fails(current, False) is None:
+        return None  # the shrunk run does not show its class when replayed alone: leave it
+
+    def candidate_fails(requests: list[tuple[str, Json, Json]]) -> list[tuple[str, Json, Json]] | None:
+        got = fails(requests, every_state)
+        return None if got is None else requests[:len(got[0])]
+    chunks = 2
+    while len(current) >= 2 and budget.left():
+        size = -(-len(current) // chunks)
+        reduced = False
+        # From the end backwards: a failure is at its run's end, the opening at its start,
+        # and removing late steps first keeps the ids of the earlier ones.
+        for start in reversed(range(0, len(current), size)):
+            if not budget.left():
+                break
+            shorter = candidate_fails(current[:start] + current[start + size:])
+            if shorter is not None:
+                current, reduced = shorter, True
+                chunks = max(chunks - 1, 2)
+                break
+        if not reduced:
+            if size == 1:
+                break
+            chunks = min(chunks * 2, len(current))
+    if len(current) >= len(steps):
+        return None
+    final = fails(current, every_state)  # once more, as the pass judged it
+    if final is None or len(final[0]) != len(current):
+        return None
+    return Minimised(final[0], final[1], budget.replays, budget.used)
