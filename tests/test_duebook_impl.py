@@ -288,6 +288,18 @@ def test_returned_deferrals_are_values() -> None:
     assert not hasattr(d1, "__dict__"), "slotted: no per-value dict to smuggle state through"
 
 
+def test_deferrals_are_equal_exactly_when_every_field_is() -> None:
+    """As a frozen dataclass would be: no JSON answer compares two Deferrals, so only this
+    shows the Python API's equality."""
+    one = Deferral(1, "alice", 110, 115)
+    assert one == Deferral(1, "alice", 110, 115) and not one != Deferral(1, "alice", 110, 115)
+    for other in (Deferral(2, "alice", 110, 115), Deferral(1, "bob", 110, 115),
+                  Deferral(1, "alice", 111, 115), Deferral(1, "alice", 110, 0)):
+        assert one != other and not one == other and other != one
+    assert one != (1, "alice", 110, 115) and tuple(one) == (1, "alice", 110, 115)
+    assert len({one, Deferral(1, "alice", 110, 115), Deferral(2, "alice", 110, 115)}) == 2
+
+
 # --- D-23, D-24 queries -----------------------------------------------------------------------
 
 
