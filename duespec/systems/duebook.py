@@ -374,11 +374,17 @@ MISREAD_OPS = ("claimable", "schedule", "claim", "expire", "expirable")
 #: A deep run's cap of exactly what its opening schedules: the book is full when the
 #: first drawn step comes, so a consume counted twice lets one schedule too many through.
 AT_THE_FILL = "at the fill"
-#: Deep runs fill the book, so their cap is large (or exactly the fill).
-DEEP_CAPS: tuple[int | str, ...] = (1500, 2**31, INT64_MAX, AT_THE_FILL)
-#: The tour's short-lived deferrals (past one index run of 1,024 rows), each window this
-#: long, and the inserts all over the built index after them.
-TOUR_SIZE, TOUR_WINDOW, TOUR_INSERTS = 1040, 3, 61
+#: Deep runs fill the book, so their cap is large (or exactly the fill); the smallest still
+#: holds the whole tour (TOUR_OPEN open, then its inserts).
+DEEP_CAPS: tuple[int | str, ...] = (2500, 2**31, INT64_MAX, AT_THE_FILL)
+#: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
+MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
+#: The tour schedules short-lived deferrals (each window TOUR_WINDOW long) until TOUR_OPEN
+#: are open: two full runs of the implementation's index (DR-04), so that inserts split
+#: full runs with runs on both sides, the last run among them. Then TOUR_INSERTS inserts
+#: all over the built index, listed after every TOUR_BATCH: each listing indexes one
+#: batch, so later batches land below keys that earlier ones moved.
+TOUR_OPEN, TOUR_WINDOW, TOUR_INSERTS, TOUR_BATCH = 2 * INDEX_RUN, 3, 61, 10
 #: The listings the tour takes (skipped when left out of the campaign: it is an opening).
 LISTING_OPS = ("claimable", "expirable")
 #: How `an_old_deferral_outlives_many` asks for each id it has just cancelled.
@@ -427,8 +433,11 @@ VALUE_SPACE: dict[str, str] = {
            f"with one of {', '.join(MISREAD_OPS)} in the same step",
     "fills": f"deep runs (about half; the opening fills, and may drain): fills of {sorted(set(FILL_SIZES))} x --depth "
              f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}; the largest opening "
-             f"fill tours the index instead ({TOUR_SIZE} deferrals with windows {TOUR_WINDOW} long, the book "
-             f"listed whole at three instants, {TOUR_INSERTS} inserts all over the index, listed again)",
+             f"fill tours the index instead (deferrals with windows {TOUR_WINDOW} long until {TOUR_OPEN} are "
+             "open, the book listed whole at three instants, the ones claimable at the latest due_at claimed "
+             f"and the book listed past their windows, {TOUR_INSERTS} inserts all over the index (those due "
+             f"in its first half never expire) with the claimable at the latest due_at listed after every "
+             f"{TOUR_BATCH}, the book listed again)",
     "old deferrals": f"one deferral kept open while {OUTLIVED} later ids are scheduled and cancelled, "
                      "the book listed over it, then claimed or expired in its window",
     "malformed requests": "one per run's opening: an unknown or non-string op, an argument missing, "
@@ -476,8 +485,6 @@ JUMP_TO = {"to zero": 0, "to int64 max": INT64_MAX, "to 2^31": 2**31, "to 2^53 +
 #: own value in a wrong type.
 MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Disguised("string"),
                             *(Disguised(form) for form in DISGUISES)))
-#: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
-MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
 
 
 def most_claimable_instant(open_deferrals: list[dict[str, Json]]) -> int:
@@ -575,6 +582,8 @@ class DuebookMachine(LockstepMachine):
             if self.dead_slots > open_count and self.dead_slots > COMPACT_FLOOR:
                 reached("DR-05.compaction")
                 self.dead_slots = 0
+        if open_count > 2 * INDEX_RUN:
+            reached("DR-04.inner_run_split")
         if open_count > INDEX_RUN:
             reached("DR-04.index_run_split")
         elif open_count > MANY_OPEN:
@@ -654,13 +663,15 @@ class DuebookMachine(LockstepMachine):
         reach int64 max, so a shrunk counterexample needs no later schedule to get to the
         end of time. A deep run then fills the book before its first drawn step: every
         later step of the run acts on a deep book, and a short run (as Hypothesis's first
-        runs are) is as deep as a long one. (It schedules only: an opening that drained
-        would keep claim, cancel and expire in a campaign told to leave them out.)"""
+        runs are) is as deep as a long one. (It schedules and lists, and the tour claims, only
+        the ops the campaign keeps: an opening that drained would keep claim, cancel and
+        expire in a campaign told to leave them out.)"""
         self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
         # The largest opening fill tours the index instead (as many schedules, and listings).
         tour = self.deep and fill_size == max(FILL_SIZES)
         if deep_cap == AT_THE_FILL:
-            deep_cap = len(opening) + (sum(self.tour_size()) if tour else self.fill_count(fill_size, len(opening)))
+            deep_cap = len(opening) + (sum(self.tour_size(len(opening))) if tour
+                                       else self.fill_count(fill_size, len(opening)))
         max_open = deep_cap if self.deep else cap
         if max_open != self.config.get("max_open"):
             self.reconfigure({**self.config, "max_open": max_open})
@@ -675,19 +686,22 @@ class DuebookMachine(LockstepMachine):
             self.fill(fill_size, fill_pattern)
         return multiple(*(id for id in scheduled if type(id) is int))
 
-    def tour_size(self) -> tuple[int, int]:
-        """The tour's deferrals and inserts (times `--depth`)."""
-        return max(1, round(TOUR_SIZE * self.depth)), max(1, round(TOUR_INSERTS * self.depth))
+    def tour_size(self, already_open: int) -> tuple[int, int]:
+        """The tour's deferrals, to TOUR_OPEN open, and its inserts (times `--depth`)."""
+        return max(1, round(TOUR_OPEN * self.depth) - already_open), max(1, round(TOUR_INSERTS * self.depth))
 
     def tour(self) -> None:
-        """Tour the implementation's index: short-lived deferrals past one index run (every
-        window TOUR_WINDOW long, so whole runs close before later rows open), the whole
-        book listed where the most are claimable, at the median expiry and at the latest
-        due_at; then inserts due all over the built index (runs other than the last split,
-        their first keys and bounds move), listed again. It only schedules and lists, as an
-        opening must. Hypothesis shrinks it away with the fill size; the trace minimiser
+        """Tour the implementation's index: short-lived deferrals until two index runs are
+        full (every window TOUR_WINDOW long, so whole runs close before later rows open),
+        the whole book listed where the most are claimable, at the median expiry and at
+        the latest due_at; the keeper claims what is claimable at the latest due_at and
+        the book is listed over those consumed rows once their windows have closed; then
+        inserts due all over the built index, the keeper listing after every TOUR_BATCH
+        (full runs split, first keys and bounds move; the ones due in the first half,
+        among rows whose windows have all closed, never expire), the whole book listed
+        again. Hypothesis shrinks it away with the fill size; the trace minimiser
         (duespec.campaigns.minimise) drops the steps a failure inside it does not need."""
-        count, inserts = self.tour_size()
+        count, inserts = self.tour_size(len(self.oracle_state()["open"]))
         for n in range(count):
             response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": n,
                                               "ttl": TOUR_WINDOW}, self.now)
@@ -695,15 +709,48 @@ class DuebookMachine(LockstepMachine):
                 break
             self.next_id = response["ok"]["id"] + 1
         self.tour_listings()
+        dropped = self.keeper_claims_the_latest()
         for n in range(inserts):
-            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)],
-                                              "delay": (n * 1009) % max(count, 1), "ttl": TOUR_WINDOW}, self.now)
+            delay = (n * 1009) % max(count, 1)
+            never_expires = delay < count // 2
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay,
+                                              "ttl": 0 if never_expires else TOUR_WINDOW}, self.now)
             if "error" in response:
                 break
             self.next_id = response["ok"]["id"] + 1
+            if never_expires:
+                reached("DR-04.never_expiring_insert")
+            if dropped:
+                reached("DR-04.insert_after_dropped_rows")
+            if n % TOUR_BATCH == TOUR_BATCH - 1:
+                self.keeper_looks_at_the_latest()
         if inserts:
             self.tour_listings()
         self.bulk_done()
+
+    def keeper_looks_at_the_latest(self) -> None:
+        """The keeper lists what is claimable at the latest due_at: the Book indexes the
+        deferrals scheduled since its last listing, and every run's bounds are asked."""
+        open_deferrals = self.oracle_state()["open"]
+        if open_deferrals and "claimable" not in self.excluded_ops:
+            self.call("claimable", {"limit": INT64_MAX}, max(d["due_at"] for d in open_deferrals))
+
+    def keeper_claims_the_latest(self) -> bool:
+        """The keeper claims what is claimable at the latest due_at, the end of the index,
+        and the book is listed once those windows have closed: the listing walks over
+        the consumed rows, which the implementation drops from a run that keeps others.
+        Whether it did (claim and expirable are in the campaign, and a claim succeeded)."""
+        open_deferrals = self.oracle_state()["open"]
+        if not open_deferrals or self.excluded_ops & {"claimable", "claim", "expirable"}:
+            return False
+        latest = max(d["due_at"] for d in open_deferrals)
+        claimed = [deferral for deferral in self.call("claimable", {"limit": INT64_MAX}, latest)["ok"]
+                   if "ok" in self.call("claim", {"id": deferral["id"]}, latest)]
+        self.consumed.extend(deferral["id"] for deferral in claimed)
+        closed = max((deferral["expires_at"] for deferral in claimed), default=0)
+        if closed:
+            self.call("expirable", {"limit": INT64_MAX}, closed)
+        return bool(closed)
 
     def tour_listings(self) -> None:
         """The whole book, claimable and expirable, at three instants of the tour's span."""
@@ -1065,7 +1112,8 @@ class ImpliedState:
 #: sends one malformed request (MALFORMED_REQUESTS), args that are no object among them.
 REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid"}) | {
     "DR-01.cap_1", "DR-01.cap_small", "DR-01.cap_beyond_int32", "DR-02.hundreds_of_ids",
-    "DR-03.dozens_open", "DR-04.index_run_split", "DR-05.compaction",
+    "DR-03.dozens_open", "DR-04.index_run_split", "DR-04.inner_run_split", "DR-04.insert_after_dropped_rows",
+    "DR-04.never_expiring_insert", "DR-05.compaction",
     *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),
     *(f"DR-07.{form}" for form in DISGUISES), *(f"DR-07.now_{form}" for form in DISGUISES)}
 
