@@ -434,10 +434,10 @@ VALUE_SPACE: dict[str, str] = {
     "fills": f"deep runs (about half; the opening fills, and may drain): fills of {sorted(set(FILL_SIZES))} x --depth "
              f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}; the largest opening "
              f"fill tours the index instead (deferrals with windows {TOUR_WINDOW} long until {TOUR_OPEN} are "
-             "open, the book listed whole at three instants, the ones claimable at the latest due_at claimed "
-             f"and the book listed past their windows, {TOUR_INSERTS} inserts all over the index (those due "
-             f"in its first half never expire) with the claimable at the latest due_at listed after every "
-             f"{TOUR_BATCH}, the book listed again)",
+             "open, the book listed whole at three instants, one that never expires due at the median due_at "
+             "and the book listed once every window has closed, the ones claimable at the latest due_at "
+             f"claimed and the book listed past their windows, {TOUR_INSERTS} inserts all over the index with "
+             f"the claimable at the latest due_at listed after every {TOUR_BATCH}, the book listed again)",
     "old deferrals": f"one deferral kept open while {OUTLIVED} later ids are scheduled and cancelled, "
                      "the book listed over it, then claimed or expired in its window",
     "malformed requests": "one per run's opening: an unknown or non-string op, an argument missing, "
@@ -694,13 +694,13 @@ class DuebookMachine(LockstepMachine):
         """Tour the implementation's index: short-lived deferrals until two index runs are
         full (every window TOUR_WINDOW long, so whole runs close before later rows open),
         the whole book listed where the most are claimable, at the median expiry and at
-        the latest due_at; the keeper claims what is claimable at the latest due_at and
-        the book is listed over those consumed rows once their windows have closed; then
-        inserts due all over the built index, the keeper listing after every TOUR_BATCH
-        (full runs split, first keys and bounds move; the ones due in the first half,
-        among rows whose windows have all closed, never expire), the whole book listed
-        again. Hypothesis shrinks it away with the fill size; the trace minimiser
-        (duespec.campaigns.minimise) drops the steps a failure inside it does not need."""
+        the latest due_at; one that never expires lands mid-book; the keeper claims what
+        is claimable at the latest due_at and the book is listed over those consumed rows
+        once their windows have closed; then inserts due all over the built index, the
+        keeper listing after every TOUR_BATCH (full runs split, first keys and bounds
+        move), the whole book listed again. Hypothesis shrinks it away with the fill size;
+        the trace minimiser (duespec.campaigns.minimise) drops the steps a failure inside
+        it does not need."""
         count, inserts = self.tour_size(len(self.oracle_state()["open"]))
         for n in range(count):
             response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": n,
@@ -709,17 +709,14 @@ class DuebookMachine(LockstepMachine):
                 break
             self.next_id = response["ok"]["id"] + 1
         self.tour_listings()
+        self.one_never_expires_mid_book()
         dropped = self.keeper_claims_the_latest()
         for n in range(inserts):
-            delay = (n * 1009) % max(count, 1)
-            never_expires = delay < count // 2
-            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay,
-                                              "ttl": 0 if never_expires else TOUR_WINDOW}, self.now)
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)],
+                                              "delay": (n * 1009) % max(count, 1), "ttl": TOUR_WINDOW}, self.now)
             if "error" in response:
                 break
             self.next_id = response["ok"]["id"] + 1
-            if never_expires:
-                reached("DR-04.never_expiring_insert")
             if dropped:
                 reached("DR-04.insert_after_dropped_rows")
             if n % TOUR_BATCH == TOUR_BATCH - 1:
@@ -727,6 +724,24 @@ class DuebookMachine(LockstepMachine):
         if inserts:
             self.tour_listings()
         self.bulk_done()
+
+    def one_never_expires_mid_book(self) -> None:
+        """One deferral that never expires, due at the median due_at (in an index of two
+        full runs, the front of the second, which it splits), then the keeper lists what
+        is claimable once every window has closed, at the latest expires_at: the run that
+        took it in has a row no instant closes."""
+        open_deferrals = self.oracle_state()["open"]
+        if not open_deferrals or "claimable" in self.excluded_ops:
+            return
+        dues = sorted(d["due_at"] for d in open_deferrals)
+        response = self.call("schedule", {"owner": OWNER_NAMES[0], "delay": max(dues[len(dues) // 2] - self.now, 0),
+                                          "ttl": 0}, self.now)
+        if "error" in response:
+            return
+        self.next_id = response["ok"]["id"] + 1
+        reached("DR-04.never_expiring_insert")
+        closed = max(d["expires_at"] for d in open_deferrals)
+        self.call("claimable", {"limit": INT64_MAX}, closed)
 
     def keeper_looks_at_the_latest(self) -> None:
         """The keeper lists what is claimable at the latest due_at: the Book indexes the
