@@ -658,6 +658,21 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "_place", "slots: list[Deferral | None] = [None] * (end - self._base)", "Sub -> Add"):
         _LAYOUT_ONLY + " (a longer window: the slots past next_id - base hold None, which a lookup "
         "reads as no open deferral, as it reads the IndexError past a window of the exact size)",
+    # duebook round 3 (docs/mutation.md, "third duebook round"): the survivors on the split lines.
+    ("impl/duebook.py", "_insert_inside", "if at == 0:", "0 -> -1"):
+        "a run's first key is never moved by an insert at its front; that happens only in run 0 (for "
+        "r >= 1, bisect over the first keys sends a key below firsts[r] to run r - 1), and firsts[0] "
+        "only decides between bisect's -1 and 0, which both give run 0; the stale value is the key of "
+        "a row still in run 0, so the first keys stay sorted",
+    ("impl/duebook.py", "_insert_inside", "if key >= self._firsts[r + 1]:", "GtE -> Gt"):
+        "a new row whose key equals the second half's first key is in the second half (bisect_right "
+        "put it after every row with its key), and r is returned for it: _DueRuns.insert widens the "
+        "first half's bounds instead; the second half's were computed by _add_run from its rows, the "
+        "new one among them (as `return r + 1` -> `r`)",
+    ("impl/duebook.py", "_insert_inside", "return r + 1", "Add -> Sub"):
+        "both `return r + 1` (a run started at the end, a split's second half) name a run whose "
+        "bounds _add_run computed from its rows, the new one among them; r - 1 (the last run when r "
+        "is 0) only has its bounds widened by the new row's expiry: every bound stays a bound",
     ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
      "Or -> And"):
         "differs only for an op that is a str subclass, which no JSON request can carry (a parsed "
