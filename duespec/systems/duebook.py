@@ -711,6 +711,7 @@ class DuebookMachine(LockstepMachine):
         self.tour_listings()
         self.one_never_expires_mid_book()
         dropped = self.keeper_claims_the_latest()
+        latest = max((d["due_at"] for d in self.oracle_state()["open"]), default=self.now)
         for n in range(inserts):
             response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)],
                                               "delay": (n * 1009) % max(count, 1), "ttl": TOUR_WINDOW}, self.now)
@@ -719,8 +720,9 @@ class DuebookMachine(LockstepMachine):
             self.next_id = response["ok"]["id"] + 1
             if dropped:
                 reached("DR-04.insert_after_dropped_rows")
-            if n % TOUR_BATCH == TOUR_BATCH - 1:
-                self.keeper_looks_at_the_latest()
+            if n % TOUR_BATCH == TOUR_BATCH - 1 and "claimable" not in self.excluded_ops:
+                # The keeper looks in: the Book indexes this batch, and every run's bounds are asked.
+                self.call("claimable", {"limit": INT64_MAX}, latest)
         if inserts:
             self.tour_listings()
         self.bulk_done()
@@ -742,13 +744,6 @@ class DuebookMachine(LockstepMachine):
         reached("DR-04.never_expiring_insert")
         closed = max(d["expires_at"] for d in open_deferrals)
         self.call("claimable", {"limit": INT64_MAX}, closed)
-
-    def keeper_looks_at_the_latest(self) -> None:
-        """The keeper lists what is claimable at the latest due_at: the Book indexes the
-        deferrals scheduled since its last listing, and every run's bounds are asked."""
-        open_deferrals = self.oracle_state()["open"]
-        if open_deferrals and "claimable" not in self.excluded_ops:
-            self.call("claimable", {"limit": INT64_MAX}, max(d["due_at"] for d in open_deferrals))
 
     def keeper_claims_the_latest(self) -> bool:
         """The keeper claims what is claimable at the latest due_at, the end of the index,
