@@ -713,14 +713,17 @@ class DuebookMachine(LockstepMachine):
         dropped = self.keeper_claims_the_latest()
         latest = max((d["due_at"] for d in self.oracle_state()["open"]), default=self.now)
         for n in range(inserts):
-            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)],
-                                              "delay": (n * 1009) % max(count, 1), "ttl": TOUR_WINDOW}, self.now)
+            batch_ends = n % TOUR_BATCH == TOUR_BATCH - 1
+            # Each batch ends with one due after every other deferral: the end of the index.
+            delay = count + n if batch_ends else (n * 1009) % max(count, 1)
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay,
+                                              "ttl": TOUR_WINDOW}, self.now)
             if "error" in response:
                 break
             self.next_id = response["ok"]["id"] + 1
             if dropped:
                 reached("DR-04.insert_after_dropped_rows")
-            if n % TOUR_BATCH == TOUR_BATCH - 1 and "claimable" not in self.excluded_ops:
+            if batch_ends and "claimable" not in self.excluded_ops:
                 # The keeper looks in: the Book indexes this batch, and every run's bounds are asked.
                 self.call("claimable", {"limit": INT64_MAX}, latest)
         if inserts:
