@@ -439,8 +439,9 @@ VALUE_SPACE: dict[str, str] = {
              f"fill tours the index instead (deferrals with windows {TOUR_WINDOW} long until {TOUR_OPEN} are "
              "open, the book listed whole at three instants, one that never expires due at the median due_at "
              "and the book listed once every window has closed, the ones claimable at the latest due_at "
-             f"claimed and the book listed past their windows, {TOUR_INSERTS} inserts all over the index with "
-             f"the claimable at the latest due_at listed after every {TOUR_BATCH}, the book listed again)",
+             f"claimed and the book listed past their windows, {TOUR_INSERTS} inserts all over the index (every "
+             f"{TOUR_BATCH}th after all the others) with the claimable at the latest due_at listed after every "
+             f"{TOUR_BATCH}, the book listed again)",
     "old deferrals": f"one deferral kept open while {OUTLIVED} later ids are scheduled and cancelled, "
                      "the book listed over it, then claimed or expired in its window",
     "malformed requests": "one per run's opening: an unknown or non-string op, an argument missing, "
