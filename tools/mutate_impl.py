@@ -658,6 +658,43 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "_place", "slots: list[Deferral | None] = [None] * (end - self._base)", "Sub -> Add"):
         _LAYOUT_ONLY + " (a longer window: the slots past next_id - base hold None, which a lookup "
         "reads as no open deferral, as it reads the IndexError past a window of the exact size)",
+    # duebook round 3 (docs/mutation.md, "third duebook round"): the survivors on the split lines.
+    ("impl/duebook.py", "_insert_inside", "if at == 0:", "0 -> -1"):
+        "a run's first key is never moved by an insert at its front; that happens only in run 0 (for "
+        "r >= 1, bisect over the first keys sends a key below firsts[r] to run r - 1), and firsts[0] "
+        "only decides between bisect's -1 and 0, which both give run 0; the stale value is the key of "
+        "a row still in run 0, so the first keys stay sorted",
+    ("impl/duebook.py", "_insert_inside", "if key >= self._firsts[r + 1]:", "GtE -> Gt"):
+        "a new row whose key equals the second half's first key is in the second half (bisect_right "
+        "put it after every row with its key), and r is returned for it: _DueRuns.insert widens the "
+        "first half's bounds instead; the second half's were computed by _add_run from its rows, the "
+        "new one among them (as `return r + 1` -> `r`)",
+    ("impl/duebook.py", "_insert_inside", "return r + 1", "Add -> Sub"):
+        "both `return r + 1` (a run started at the end, a split's second half) name a run whose "
+        "bounds _add_run computed from its rows, the new one among them; r - 1 (the last run when r "
+        "is 0) only has its bounds widened by the new row's expiry: every bound stays a bound",
+    # ... and the survivors of this round's sample that no JSON request can tell apart.
+    ("impl/duebook.py", "insert", "if len(run) < _RUN_MAX and key >= self._key(run[-1]):", "Lt -> Gt"):
+        "no run ever holds more than _RUN_MAX rows, so no row is appended here: _insert_inside starts "
+        "a run of one after the last run for it instead, with its own bounds; the runs still hold "
+        "every row in (key, id) order, only shorter",
+    ("impl/duebook.py", "expirable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Sub -> Add #2"):
+        "next_id + open - settled exceeds next_id - open - settled (the consumed count, at least "
+        "`dropped`) whenever a deferral is open, and equals it when none is: the checked path, which "
+        "asks the Book about each row, more often; the same rows",
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "Lt -> Gt #3"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "claimable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "claimable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "0 -> 1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "_insert_inside",
+     "r = last if key >= self._firsts[last] else max(bisect_right(self._firsts, key) - 1, 0)", "GtE -> Gt"):
+        "a key equal to the last run's first key takes the bisect instead, and bisect_right over the "
+        "sorted first keys, minus one, names the last run for it too",
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "2 -> 1"): _LAYOUT_ONLY,
     ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
      "Or -> And"):
         "differs only for an op that is a str subclass, which no JSON request can carry (a parsed "

@@ -386,13 +386,22 @@ MISREAD_OPS = ("claimable", "schedule", "claim", "expire", "expirable")
 #: A deep run's cap of exactly what its opening schedules: the book is full when the
 #: first drawn step comes, so a consume counted twice lets one schedule too many through.
 AT_THE_FILL = "at the fill"
-#: Deep runs fill the book, so their cap is large (or exactly the fill).
-DEEP_CAPS: tuple[int | str, ...] = (1500, 2**31, INT64_MAX, AT_THE_FILL)
-#: The tour's short-lived deferrals (past one index run of 1,024 rows), each window this
-#: long, and the inserts all over the built index after them.
-TOUR_SIZE, TOUR_WINDOW, TOUR_INSERTS = 1040, 3, 61
-#: The listings the tour takes (skipped when left out of the campaign: it is an opening).
+#: Deep runs fill the book, so their cap is large (or exactly the fill); the smallest still
+#: holds the whole tour (TOUR_OPEN open, then its inserts).
+DEEP_CAPS: tuple[int | str, ...] = (2500, 2**31, INT64_MAX, AT_THE_FILL)
+#: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
+MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
+#: The tour schedules short-lived deferrals (each window TOUR_WINDOW long) until TOUR_OPEN
+#: are open: two full runs of the implementation's index (DR-04), so that inserts split
+#: full runs with runs on both sides, the last run among them. Then TOUR_INSERTS inserts
+#: all over the built index, listed after every TOUR_BATCH: each listing indexes one
+#: batch, so later batches land below keys that earlier ones moved.
+TOUR_OPEN, TOUR_WINDOW, TOUR_INSERTS, TOUR_BATCH = 2 * INDEX_RUN, 3, 61, 10
+#: The listings the tour takes, and its keeper's claim: each skipped when left out of the
+#: campaign (the tour is an opening). Named here rather than at the calls, since
+#: duespec.campaigns.scope counts an op the opening names as one every run takes.
 LISTING_OPS = ("claimable", "expirable")
+KEEPER_CLAIM = "claim"
 #: How `an_old_deferral_outlives_many` asks for each id it has just cancelled.
 PROBE_OPS = ("expire", "get", "claim", "cancel")
 #: Later ids an old deferral outlives in `an_old_deferral_outlives_many`: enough that the
@@ -439,8 +448,12 @@ VALUE_SPACE: dict[str, str] = {
            f"with one of {', '.join(MISREAD_OPS)} in the same step",
     "fills": f"deep runs (about half; the opening fills, and may drain): fills of {sorted(set(FILL_SIZES))} x --depth "
              f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}; the largest opening "
-             f"fill tours the index instead ({TOUR_SIZE} deferrals with windows {TOUR_WINDOW} long, the book "
-             f"listed whole at three instants, {TOUR_INSERTS} inserts all over the index, listed again)",
+             f"fill tours the index instead (deferrals with windows {TOUR_WINDOW} long until {TOUR_OPEN} are "
+             "open, the book listed whole at three instants, one that never expires due at the median due_at "
+             "and the book listed once every window has closed, the ones claimable at the latest due_at "
+             f"claimed and the book listed past their windows, {TOUR_INSERTS} inserts all over the index (every "
+             f"{TOUR_BATCH}th after all the others) with the claimable at the latest due_at listed after every "
+             f"{TOUR_BATCH}, the book listed again)",
     "old deferrals": f"one deferral kept open while {OUTLIVED} later ids are scheduled and cancelled, "
                      "the book listed over it, then claimed or expired in its window",
     "malformed requests": "one per run's opening: an unknown or non-string op, an argument missing, "
@@ -488,8 +501,6 @@ JUMP_TO = {"to zero": 0, "to int64 max": INT64_MAX, "to 2^31": 2**31, "to 2^53 +
 #: own value in a wrong type.
 MISREADS = st.sampled_from((-1, INT64_MAX + 1, INT64_MIN, Disguised("float"), Disguised("string"),
                             *(Disguised(form) for form in DISGUISES)))
-#: How often a deferral is in a depth regime, for the coverage report (spec/duebook.md).
-MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
 
 
 def most_claimable_instant(open_deferrals: list[dict[str, Json]]) -> int:
@@ -587,6 +598,8 @@ class DuebookMachine(LockstepMachine):
             if self.dead_slots > open_count and self.dead_slots > COMPACT_FLOOR:
                 reached("DR-05.compaction")
                 self.dead_slots = 0
+        if open_count > 2 * INDEX_RUN:
+            reached("DR-04.inner_run_split")
         if open_count > INDEX_RUN:
             reached("DR-04.index_run_split")
         elif open_count > MANY_OPEN:
@@ -666,13 +679,15 @@ class DuebookMachine(LockstepMachine):
         reach int64 max, so a shrunk counterexample needs no later schedule to get to the
         end of time. A deep run then fills the book before its first drawn step: every
         later step of the run acts on a deep book, and a short run (as Hypothesis's first
-        runs are) is as deep as a long one. (It schedules only: an opening that drained
-        would keep claim, cancel and expire in a campaign told to leave them out.)"""
+        runs are) is as deep as a long one. (It schedules and lists, and the tour claims, only
+        the ops the campaign keeps: an opening that drained would keep claim, cancel and
+        expire in a campaign told to leave them out.)"""
         self.deep = deep >= DEEP_THRESHOLD and self.depth > 0
         # The largest opening fill tours the index instead (as many schedules, and listings).
         tour = self.deep and fill_size == max(FILL_SIZES)
         if deep_cap == AT_THE_FILL:
-            deep_cap = len(opening) + (sum(self.tour_size()) if tour else self.fill_count(fill_size, len(opening)))
+            deep_cap = len(opening) + (sum(self.tour_size(len(opening))) if tour
+                                       else self.fill_count(fill_size, len(opening)))
         max_open = deep_cap if self.deep else cap
         if max_open != self.config.get("max_open"):
             self.reconfigure({**self.config, "max_open": max_open})
@@ -687,19 +702,22 @@ class DuebookMachine(LockstepMachine):
             self.fill(fill_size, fill_pattern)
         return multiple(*(id for id in scheduled if type(id) is int))
 
-    def tour_size(self) -> tuple[int, int]:
-        """The tour's deferrals and inserts (times `--depth`)."""
-        return max(1, round(TOUR_SIZE * self.depth)), max(1, round(TOUR_INSERTS * self.depth))
+    def tour_size(self, already_open: int) -> tuple[int, int]:
+        """The tour's deferrals, to TOUR_OPEN open, and its inserts (times `--depth`)."""
+        return max(1, round(TOUR_OPEN * self.depth) - already_open), max(1, round(TOUR_INSERTS * self.depth))
 
     def tour(self) -> None:
-        """Tour the implementation's index: short-lived deferrals past one index run (every
-        window TOUR_WINDOW long, so whole runs close before later rows open), the whole
-        book listed where the most are claimable, at the median expiry and at the latest
-        due_at; then inserts due all over the built index (runs other than the last split,
-        their first keys and bounds move), listed again. It only schedules and lists, as an
-        opening must. Hypothesis shrinks it away with the fill size; the trace minimiser
-        (duespec.campaigns.minimise) drops the steps a failure inside it does not need."""
-        count, inserts = self.tour_size()
+        """Tour the implementation's index: short-lived deferrals until two index runs are
+        full (every window TOUR_WINDOW long, so whole runs close before later rows open),
+        the whole book listed where the most are claimable, at the median expiry and at
+        the latest due_at; one that never expires lands mid-book; the keeper claims what
+        is claimable at the latest due_at and the book is listed over those consumed rows
+        once their windows have closed; then inserts due all over the built index, the
+        keeper listing after every TOUR_BATCH (full runs split, first keys and bounds
+        move), the whole book listed again. Hypothesis shrinks it away with the fill size;
+        the trace minimiser (duespec.campaigns.minimise) drops the steps a failure inside
+        it does not need."""
+        count, inserts = self.tour_size(len(self.oracle_state()["open"]))
         for n in range(count):
             response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": n,
                                               "ttl": TOUR_WINDOW}, self.now)
@@ -707,15 +725,64 @@ class DuebookMachine(LockstepMachine):
                 break
             self.next_id = response["ok"]["id"] + 1
         self.tour_listings()
+        self.one_never_expires_mid_book()
+        dropped = self.keeper_claims_the_latest()
+        latest = max((d["due_at"] for d in self.oracle_state()["open"]), default=self.now)
+        claimable, _ = LISTING_OPS
         for n in range(inserts):
-            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)],
-                                              "delay": (n * 1009) % max(count, 1), "ttl": TOUR_WINDOW}, self.now)
+            batch_ends = n % TOUR_BATCH == TOUR_BATCH - 1
+            # Each batch ends with one due after every other deferral: the end of the index.
+            delay = count + n if batch_ends else (n * 1009) % max(count, 1)
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay,
+                                              "ttl": TOUR_WINDOW}, self.now)
             if "error" in response:
                 break
             self.next_id = response["ok"]["id"] + 1
+            if dropped:
+                reached("DR-04.insert_after_dropped_rows")
+            if batch_ends and claimable not in self.excluded_ops:
+                # The keeper looks in: the Book indexes this batch, and every run's bounds are asked.
+                self.call(claimable, {"limit": INT64_MAX}, latest)
         if inserts:
             self.tour_listings()
         self.bulk_done()
+
+    def one_never_expires_mid_book(self) -> None:
+        """One deferral that never expires, due at the median due_at (in an index of two
+        full runs, the front of the second, which it splits), then the keeper lists what
+        is claimable once every window has closed, at the latest expires_at: the run that
+        took it in has a row no instant closes."""
+        open_deferrals = self.oracle_state()["open"]
+        claimable, _ = LISTING_OPS
+        if not open_deferrals or claimable in self.excluded_ops:
+            return
+        dues = sorted(d["due_at"] for d in open_deferrals)
+        response = self.call("schedule", {"owner": OWNER_NAMES[0], "delay": max(dues[len(dues) // 2] - self.now, 0),
+                                          "ttl": 0}, self.now)
+        if "error" in response:
+            return
+        self.next_id = response["ok"]["id"] + 1
+        reached("DR-04.never_expiring_insert")
+        closed = max(d["expires_at"] for d in open_deferrals)
+        self.call(claimable, {"limit": INT64_MAX}, closed)
+
+    def keeper_claims_the_latest(self) -> bool:
+        """The keeper claims what is claimable at the latest due_at, the end of the index,
+        and the book is listed once those windows have closed: the listing walks over
+        the consumed rows, which the implementation drops from a run that keeps others.
+        Whether it did (claim and expirable are in the campaign, and a claim succeeded)."""
+        open_deferrals = self.oracle_state()["open"]
+        claimable, expirable = LISTING_OPS
+        if not open_deferrals or self.excluded_ops & {claimable, expirable, KEEPER_CLAIM}:
+            return False
+        latest = max(d["due_at"] for d in open_deferrals)
+        claimed = [deferral for deferral in self.call(claimable, {"limit": INT64_MAX}, latest)["ok"]
+                   if "ok" in self.call(KEEPER_CLAIM, {"id": deferral["id"]}, latest)]
+        self.consumed.extend(deferral["id"] for deferral in claimed)
+        closed = max((deferral["expires_at"] for deferral in claimed), default=0)
+        if closed:
+            self.call(expirable, {"limit": INT64_MAX}, closed)
+        return bool(closed)
 
     def tour_listings(self) -> None:
         """The whole book, claimable and expirable, at three instants of the tour's span."""
@@ -1099,7 +1166,8 @@ class ImpliedState:
 #: sends one malformed request (MALFORMED_REQUESTS), args that are no object among them.
 REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid"}) | {
     "DR-01.cap_1", "DR-01.cap_small", "DR-01.cap_beyond_int32", "DR-02.hundreds_of_ids",
-    "DR-03.dozens_open", "DR-04.index_run_split", "DR-05.compaction",
+    "DR-03.dozens_open", "DR-04.index_run_split", "DR-04.inner_run_split", "DR-04.insert_after_dropped_rows",
+    "DR-04.never_expiring_insert", "DR-05.compaction",
     *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),
     *(f"DR-07.{form}" for form in DISGUISES), *(f"DR-07.now_{form}" for form in DISGUISES),
     *(f"DR-08.{refused}" for refused in REFUSED_ARGUMENTS)}
