@@ -424,7 +424,21 @@ _OVER_A_MILLION_OWED = ("tells only when one catch-up owes about 1,000,000 occur
                         "fires ~10^4 occurrences a second, and the harness's own guard "
                         "(refuse_long_catch_up) counts with occurrences_due too; tests/test_limits.py "
                         "covers the refusal")
+#: Deferral.__eq__'s line, as the keys below name it.
+EQ_LINE = "return type(other) is Deferral and self._fields() == other._fields()  # type: ignore[attr-defined]"
+_PYTHON_EQUALITY = ("Deferral's == and != are Python API only: no JSON answer compares two Deferrals (the "
+                    "contract reads their fields) and the Book tells rows apart by identity; "
+                    "tests/test_duebook_impl.py::test_deferrals_are_equal_exactly_when_every_field_is kills it")
 OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
+    ("impl/duebook.py", "__ne__", "return not self == other", "Eq -> NotEq"): _PYTHON_EQUALITY,
+    ("impl/duebook.py", "__ne__", "return not self == other", "drop `not`"): _PYTHON_EQUALITY,
+    ("impl/duebook.py", "__eq__", EQ_LINE, "Is -> IsNot"): _PYTHON_EQUALITY,
+    ("impl/duebook.py", "__eq__", EQ_LINE, "And -> Or"): _PYTHON_EQUALITY,
+    ("impl/duebook.py", "__eq__", EQ_LINE, "Eq -> NotEq"): _PYTHON_EQUALITY,
+    ("impl/duebook.py", "__init__", 'self._max_open = _int64("max_open", max_open, 1)', "1 -> 0"):
+        "a Book of max_open 0 is a bad config, which reset() refuses before a campaign starts (the "
+        "model's D-01.invalid); tests/test_duebook_impl.py::test_a_cap_below_one_or_not_an_int64_is_invalid "
+        "kills it",
     ("impl/schedules_sql.py", "_own", "handle.seek(0)", "0 -> -1"): _FILE_STORE_ONLY,
     ("impl/schedules_sql.py", "_own", "handle.seek(0)", "0 -> 1"): _FILE_STORE_ONLY,
     ("impl/schedules_sql.py", "", "CACHE_KIB = 256 * 1024", "Mult -> FloorDiv"): _FILE_STORE_ONLY,
@@ -457,6 +471,11 @@ _STRICTER_FAST_GUARD = ("the guard only chooses the fast path: a valid value it 
                         "by _time, which lets it pass")
 _ONE_ITEM_BOX = ("a far deferral sits in a one-item list, so index -1 names the same item as 0: "
                  "the same deferral read, the same None stored")
+_TWO_WAYS_TO_ADD = ("swaps which of two correct ways adds a batch: a stable sort of the old rows then the "
+                    "new (larger ids) gives (key, id) order, and so does inserting each new row after every "
+                    "row with its key; stale rows are kept either way and `dropped` is untouched by both")
+_RUN_LENGTH = ("how long a run grows before it splits: every line reads _RUN_MAX, none its value, so "
+               "another length holds the same rows in the same order in longer or shorter runs")
 _LAYOUT_ONLY = ("where the id window starts or how much room it keeps: every lookup takes slots[id - base] "
                 "for id >= base and far below it, and _place puts every row below base in far, so each "
                 "layout answers the same")
@@ -523,9 +542,6 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # duebook round (docs/mutation.md, section 1): impl/duebook.py as of main fc035ee.
     ("impl/duebook.py", "expirable", "checked = self._next_id - self._open - self._settled > index.dropped",
      "Sub -> Add #1"): _CHECKED_MORE_OFTEN,
-    ("impl/duebook.py", "__ne__", "return not self == other", "Eq -> NotEq"):
-        "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
-        "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
     ("impl/duebook.py", "claimable", "checked = self._next_id - self._open - self._settled > index.dropped",
      "Sub -> Add #2"): _CHECKED_MORE_OFTEN,
     ("impl/duebook.py", "claimable", "and 0 <= limit <= INT64_MAX):", "LtE -> Lt #1"): _STRICTER_FAST_GUARD,
@@ -542,10 +558,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "the index is empty on that branch, and inserting at -1 into an empty list puts the run at 0",
     ("impl/duebook.py", "_insert_inside", "self._add_run(0, [deferral])", "0 -> 1"):
         "the index is empty on that branch, and inserting at 1 into an empty list puts the run at 0",
-    ("impl/duebook.py", "add", "if 8 * len(rows) >= sum(map(len, self._runs)):", "GtE -> LtE"):
-        "swaps which of two correct ways adds a batch: a stable sort of the old rows then the new "
-        "(larger ids) gives (key, id) order, and so does inserting each new row after every row "
-        "with its key; stale rows are kept either way and `dropped` is untouched by both",
+    ("impl/duebook.py", "add", "if 8 * len(rows) >= sum(map(len, self._runs)):", "GtE -> LtE"): _TWO_WAYS_TO_ADD,
     ("impl/duebook.py", "claimable", "if len(found) == limit or end < len(run):", "Lt -> Gt"):
         "after a run with rows due later than now (end < len), every later run's rows are due later "
         "still, so the next run's bisect gives 0 and the loop stops there: the same rows",
@@ -567,9 +580,6 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "while it is below the window: _place sends a row to far only when the next row it keeps is "
         "at least 2 ids later (its cut condition, one row on, fails only across a gap), when every "
         "row goes to far the newest is at least 67 ids below base, and later rows have ids >= base",
-    ("impl/duebook.py", "__ne__", "return not self == other", "drop `not`"):
-        "Deferral.__ne__ is Python API only: no JSON answer compares two Deferrals (the contract "
-        "reads their fields), and nothing in impl/ or duespec/ compares Deferrals with !=",
     ("impl/duebook.py", "_int64", 'bound = "an int64" if minimum == INT64_MIN else f"an int64 >= {minimum}"',
      "Eq -> NotEq"):
         "chooses the wording of an invalid error's message; the message is prose, never compared "
@@ -593,12 +603,6 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/duebook.py", "expirable", "if len(found) == limit or end < len(run):", "Lt -> Gt"):
         "as in claimable: after a run with rows expiring later than now, every later run's rows "
         "expire later still, so the next run's bisect gives 0 and the loop stops there: the same rows",
-    ("impl/duebook.py", "__eq__",
-     "return type(other) is Deferral and self._fields() == other._fields()  # type: ignore[attr-defined]",
-     "Is -> IsNot"):
-        "Deferral.__eq__ is Python API only, as __ne__: no JSON answer compares two Deferrals, and the "
-        "Book itself tells rows apart by identity (_is_open's `is`, compaction's id()); "
-        "tests/test_duebook_impl.py checks it",
     ("impl/duebook.py", "_insert_inside", "if key >= self._key(run[-1]):", "GtE -> Gt"):
         "a row tying the last key of its run then takes the bisect branch: bisect_right puts it after "
         "every row with its key, i.e. at the end, as the append did; in the last run, when full, it is "
@@ -683,8 +687,6 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "next_id + open - settled exceeds next_id - open - settled (the consumed count, at least "
         "`dropped`) whenever a deferral is open, and equals it when none is: the checked path, which "
         "asks the Book about each row, more often; the same rows",
-    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
-     "Lt -> Gt #3"): _STRICTER_FAST_GUARD,
     ("impl/duebook.py", "claimable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
      "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
     ("impl/duebook.py", "claimable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",

@@ -370,10 +370,10 @@ OUT_OF_INT64 = (INT64_MAX + 1, INT64_MIN - 1)
 REFUSED_INTS: dict[str, Json] = {"negative": -1, "int64_min": INT64_MIN, "past_int64": INT64_MAX + 1,
                                  "fraction": 1.5}
 #: An argument's invalid values by name, each sent with the op's other arguments valid
-#: (DR-08): a schedule's owner, delay or ttl, a listing's limit.
+#: (DR-08): a schedule's owner, delay or ttl, a listing's limit, a claim's or an expire's now.
 REFUSED_ARGUMENTS: dict[str, tuple[str, Json]] = {
     **{f"owner_{form}": ("owner", value) for form, value in NOT_OWNER_FORMS.items()},
-    **{f"{name}_{kind}": (name, value) for name in ("delay", "ttl", "limit")
+    **{f"{name}_{kind}": (name, value) for name in ("delay", "ttl", "limit", "now")
        for kind, value in REFUSED_INTS.items()},
 }
 #: The first integer a double cannot hold: a parser reading every number as one loses it.
@@ -853,12 +853,16 @@ class DuebookMachine(LockstepMachine):
                 self.consumed.append(response["ok"]["id"])
                 return
 
-    @rule(where=st.sampled_from(DISGUISABLE), form=DISGUISE_FORMS,
+    @rule(where=st.sampled_from(DISGUISABLE),
           op=st.sampled_from(("get", "claim", "expire", "cancel")), whose=st.sampled_from(ROLES))
-    def sends_a_disguised_integer(self, where: str, form: str, op: str, whose: str) -> None:
+    def sends_a_disguised_integer(self, where: str, op: str, whose: str) -> None:
         """One valid integer (an open id, the clock, a delay, a ttl, a limit) sent as a
-        wrong-typed value in one step (DR-07): in the other rules that is a rare pick
-        among many values, which a short campaign may not make for every argument."""
+        wrong-typed value, in each form in turn (DR-07): in the other rules that is a rare
+        pick among many values, which a short campaign may not make for every argument."""
+        for form in DISGUISES:
+            self.disguise_one_integer(where, form, op, whose)
+
+    def disguise_one_integer(self, where: str, form: str, op: str, whose: str) -> None:
         deferral = self.in_role(whose)
         id = self.next_id if deferral is None else deferral["id"]
         disguised = DISGUISES[form]
@@ -886,19 +890,26 @@ class DuebookMachine(LockstepMachine):
             self.schedule(OWNER_NAMES[0], disguised(5) if where == "delay" else 5,
                           disguised(50) if where == "ttl" else 50)
 
-    @rule(argument=st.sampled_from(("owner", "delay", "ttl", "limit")),
+    @rule(argument=st.sampled_from(("owner", "delay", "ttl", "limit", "now")),
           listing=st.sampled_from(("claimable", "expirable")))
     def sends_each_invalid_value_of_one_argument(self, argument: str, listing: str) -> None:
         """Requests whose one invalid argument only that argument's own check can refuse,
         every invalid value of it in turn (DR-08): in `schedule` and the listings each is
         a rare pick of one argument, and those rules run in few of a run's steps, so a
-        default campaign sent some never (an empty owner: 0 of 35,200 schedules)."""
+        default campaign sent some never (an empty owner: 0 of 35,200 schedules). An
+        invalid `now` goes with a claim and an expire of a deferral due now that never
+        expires, which nothing else would refuse."""
+        target = self.schedule(OWNER_NAMES[0], 0, 0) if argument == "now" else None
         for refused, (name, value) in REFUSED_ARGUMENTS.items():
             if name != argument:
                 continue
             reached(f"DR-08.{refused}")
             if name == "limit":
                 self.act(listing, {"limit": value})
+            elif name == "now":
+                for op in ("claim", "expire"):
+                    self.misread = value
+                    self.consume(op, {"id": target if type(target) is int else self.next_id})
             else:
                 args: dict[str, Json] = {"owner": OWNER_NAMES[0], "delay": 5, "ttl": 50, name: value}
                 self.schedule(args["owner"], args["delay"], args["ttl"])
