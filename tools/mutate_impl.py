@@ -747,6 +747,69 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "is the same), and next_run turns both into NEVER; occurrences stop at a now <= MAX_TIME "
         "first; the guards' bounds move past instants no caller passes (now is refused with a 400 "
         "above MAX_TIME). tests/test_cron.py checks the horizon itself",
+    # The full duebook run (docs/mutation.md, "every duebook mutant"): survivors judged equivalent.
+    ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1025"): _RUN_LENGTH,
+    ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1023"): _RUN_LENGTH,
+    ("impl/duebook.py", "", "_COMPACT_FLOOR = 64", "64 -> 65"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "", "_COMPACT_FLOOR = 64", "64 -> 63"): _COMPACTION_TIMING,
+    ("impl/duebook.py", "", "_NEVER = INT64_MAX + 1", "1 -> 2"):
+        "any value above every int64 does: _NEVER is only compared with instants and expiries, "
+        "which are int64s, as the end of a window that never closes",
+    ("impl/duebook.py", "add", "if 8 * len(rows) >= sum(map(len, self._runs)):", "GtE -> Gt"): _TWO_WAYS_TO_ADD,
+    ("impl/duebook.py", "add", "if 8 * len(rows) >= sum(map(len, self._runs)):", "8 -> 9"): _TWO_WAYS_TO_ADD,
+    ("impl/duebook.py", "add", "if 8 * len(rows) >= sum(map(len, self._runs)):", "8 -> 7"): _TWO_WAYS_TO_ADD,
+    ("impl/duebook.py", "expirable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Gt -> GtE"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "claimable", "checked = self._next_id - self._open - self._settled > index.dropped",
+     "Sub -> Add #1"): _CHECKED_MORE_OFTEN,
+    ("impl/duebook.py", "_place", "cut = 0", "0 -> 1"): _LAYOUT_ONLY,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Gt -> GtE"): _LAYOUT_ONLY,
+    ("impl/duebook.py", "_insert_inside", "return 0", "0 -> 1"):
+        "the index is never empty there: add rebuilds an empty index instead of inserting into it, "
+        "and add is insert's only caller (as `self._add_run(0, [deferral])` above)",
+    ("impl/duebook.py", "_insert_inside", "if r == last:", "Eq -> NotEq"):
+        "a row at or after run r's last key goes into a run of its own between r and r + 1 (r is the "
+        "last run whose first key is at most the row's, so r + 1 starts after it), or is appended to "
+        "the last run, which then splits: more and shorter runs, every row in (key, id) order, every "
+        "new run's bounds computed by _add_run from its rows",
+    ("impl/duebook.py", "insert", "if expires_at < self.soonest[r]:", "Lt -> LtE"):
+        "on equality it stores the value already there",
+    ("impl/duebook.py", "insert", "if expires_at > self.latest[r]:", "Gt -> GtE"):
+        "on equality it stores the value already there",
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "Lt -> LtE #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "Lt -> LtE #3"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "0 -> 1 #1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "0 -> 1 #2"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "schedule", "or type(ttl) is not int or not owner or now < 0 or delay < 0 or ttl < 0):",
+     "0 -> 1 #3"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "claim", "elif now > INT64_MAX:", "Gt -> GtE"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "claimable", "if index.latest[r] <= now:", "LtE -> Lt"):
+        "a run whose bound equals now is not skipped but walked: its rows expired at or before now, "
+        "so the row-by-row path (the fast path needs soonest > now, and soonest <= latest) leaves "
+        "each out: the same rows, later",
+    ("impl/duebook.py", "insert", "if len(run) < _RUN_MAX and key >= self._key(run[-1]):", "Lt -> LtE"):
+        "the last run may take one row more than _RUN_MAX by an append (a split in _insert_inside "
+        "brings it back later): a run one row longer, every row in (key, id) order",
+    ("impl/duebook.py", "expire", "if expires_at == 0:", "0 -> 1"):
+        "which of the two not_expired messages; the code and the Book are the same, and messages "
+        "are not part of the contract",
+    ("impl/duebook.py", "claimable", "and 0 <= limit <= INT64_MAX):", "0 -> 1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expirable", "and 0 <= limit <= INT64_MAX):", "0 -> 1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expirable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "0 -> 1"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "expirable", "if not (type(now) is int and type(limit) is int and 0 <= now <= INT64_MAX",
+     "LtE -> Lt #2"): _STRICTER_FAST_GUARD,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Mult -> FloorDiv"): _LAYOUT_ONLY,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "2 -> 3"): _LAYOUT_ONLY,
+    ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
+     "Sub -> Add #2"): _LAYOUT_ONLY,
 }
 
 

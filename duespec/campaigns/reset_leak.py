@@ -15,6 +15,7 @@ the model, and finds the leak in the second.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -79,18 +80,29 @@ def leak_trace(steps: list[dict[str, Json]], config: dict[str, Json]) -> list[di
 
 
 def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]]) -> list[Json]:
-    """Per step: the response (prose left out) and the state after it; a call that raises
-    ends the transcript with what it raised."""
+    """Per step: the response (prose left out) and a digest of the state after it; a call
+    that raises ends the transcript with what it raised. A digest, not the state: a run
+    that fills a book with thousands keeps thousands of states, each of thousands."""
     answers: list[Json] = []
     try:
         target.reset(dict(config))
         for step in steps:
             response = target.step(step["op"], step["args"], step["now"])
             answers.append({"response": comparable(response) if isinstance(response, dict) else response,
-                            "state": target.observe()})
+                            "state": state_digest(target.observe())})
     except Exception as error:  # what the target raised is part of its answer
         answers.append({"raised": type(error).__name__})
     return answers
+
+
+def state_digest(state: Json) -> str:
+    """Equal for states that are equal as JSON (1, 1.0 and true stay apart, as in
+    same_json); what is no JSON (a set, a tuple key) is digested by its repr."""
+    try:
+        text = json.dumps(state, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(state)
+    return f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
 
 
 def _close(target: Any) -> None:
