@@ -898,7 +898,7 @@ class DuebookMachine(LockstepMachine):
         a rare pick of one argument, and those rules run in few of a run's steps, so a
         default campaign sent some never (an empty owner: 0 of 35,200 schedules). An
         invalid `now` goes with a claim and an expire of a deferral due now that never
-        expires, which nothing else would refuse."""
+        expires, which nothing else would refuse, and with both listings."""
         target = self.schedule(OWNER_NAMES[0], 0, 0) if argument == "now" else None
         for refused, (name, value) in REFUSED_ARGUMENTS.items():
             if name != argument:
@@ -910,6 +910,9 @@ class DuebookMachine(LockstepMachine):
                 for op in ("claim", "expire"):
                     self.misread = value
                     self.consume(op, {"id": target if type(target) is int else self.next_id})
+                for op in LISTING_OPS:
+                    self.misread = value
+                    self.act(op, {"limit": 5})
             else:
                 args: dict[str, Json] = {"owner": OWNER_NAMES[0], "delay": 5, "ttl": 50, name: value}
                 self.schedule(args["owner"], args["delay"], args["ttl"])
