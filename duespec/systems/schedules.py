@@ -154,6 +154,8 @@ SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_sche
                     "outage_of_years")
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
+#: The id `sends_each_edge_of_one_field` creates and deletes its accepted crons under.
+EDGE_ID = "edge"
 #: Near misses of the ids above and of each other: a store that folds case, trims,
 #: normalizes Unicode or matches prefixes answers them as the original.
 NEAR_MISS_IDS = ("Nightly", "nightly ", "night", "caf\u00e9", "cafe\u0301")
@@ -171,6 +173,34 @@ CRONS = (
 )
 INVALID_CRONS = ("60 * * * *", "* * * *", "0 0 30 2 *", "every minute", "", 5, "5-5 * * * *",
                  "*/0 * * * *", "*/61 * * * *", "0 0 ? * ?x", "@fortnightly", "0 0 * * 8", "0 0 1-31 * *", None)
+#: Each field's crons in turn (SR-05): the forms the dialect rejects for what is wrong in
+#: that field (spec/cron.md C-03, C-04, C-05, C-07: one past either end of the field as a
+#: value, a range's end, a step or a step's start; equal and reversed ranges; a name of
+#: another field or none; a full day field not written `*`; extensions), and the accepted
+#: forms at the field's ends. As picks among the pool's values each was rare: a parser that
+#: takes one value too many (minute 60, day 32) passed a default campaign.
+FIELD_EDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "minute": (("60 * * * *", "0-60 * * * *", "*/61 * * * *", "60/5 * * * *", "005 * * * *",
+                "5-5 * * * *", "50-10 * * * *", "jan * * * *", "? * * * *", "*/ * * * *"),
+               ("59 * * * *", "58-59 * * * *", "*/60 * * * *", "59/15 * * * *", "0-59/30 * * * *")),
+    "hour": (("0 24 * * *", "0 0-24 * * *", "0 */25 * * *", "0 24/2 * * *", "0 12-12 * * *",
+              "0 mon * * *", "0 1- * * *"),
+             ("0 23 * * *", "0 22-23 * * *", "0 */24 * * *", "0 23/5 * * *", "0 0-23/12 * * *")),
+    "day-of-month": (("0 0 0 * *", "0 0 32 * *", "0 0 0-5 * *", "0 0 1-32 * *", "0 0 */32 * *",
+                      "0 0 32/2 * *", "0 0 1-31 * *", "0 0 */1 * *", "0 0 L * *", "0 0 15W * *",
+                      "0 0 jan * *", "0 0 ?,1 * *"),
+                     ("0 0 31 * *", "0 0 1 * *", "0 0 30-31 * *", "0 0 */31 * *", "0 0 31/7 * *")),
+    "month": (("0 0 1 0 *", "0 0 1 13 *", "0 0 1 0-6 *", "0 0 1 1-13 *", "0 0 1 */13 *", "0 0 1 13/2 *",
+               "0 0 1 jam *", "0 0 1 mon *", "0 0 1 ? *", "0 0 30 2 *", "0 0 31 4,6 *", "0 0 1 dec-jan *"),
+              ("0 0 1 12 *", "0 0 1 1 *", "0 0 1 11-12 *", "0 0 1 */12 *", "0 0 1 DEC *")),
+    "day-of-week": (("0 0 * * 8", "0 0 * * 0-8", "0 0 * * */8", "0 0 * * 7/2", "0 0 * * 7-7",
+                     "0 0 * * sat-sun", "0 0 * * 0-6", "0 0 * * mon-sun", "0 0 * * 1#2", "0 0 * * 5L",
+                     "0 0 * * jan", "0 0 * * 1-7"),
+                    ("0 0 * * 7", "0 0 * * 0", "0 0 * * 6-7", "0 0 * * */7", "0 0 * * 6/7")),
+    "whole": (("* * * *", "* * * * * *", "*,5 * * * *", "0\n0 * * * *", "@reboot", "@every 5m",
+               "@fortnightly", "0 0 * * * 2026", "0  0 * * *x", "@daily 0"),
+              (" @daily\t", "0\t0  * * *", "@YEARLY")),
+}
 TEMPLATES = ("{{.id}}.{{.timestamp}}", "{{.id}}-{{.timestamp}}", "tick-{{.timestamp}}",
              "{{.timestamp}}")
 INVALID_TEMPLATES = ("{{.id}}", "fixed", 7, "{{ .timestamp }}", "{{.Timestamp}}", None)
@@ -221,7 +251,9 @@ VALUE_SPACE: dict[str, str] = {
             "month and weekday names, `?`, values, ranges, steps, lists, both day fields "
             f"restricted, dates that rarely or never occur, the 29th-31st of one month) and "
             f"{list(CRONS)}; invalid "
-            f"{list(INVALID_CRONS)}",
+            f"{list(INVALID_CRONS)}; and each field's edges in turn (`FIELD_EDGES`): "
+            + "; ".join(f"{field} rejected {list(rejected)}, accepted {list(accepted)}"
+                        for field, (rejected, accepted) in FIELD_EDGES.items()),
     "promiseId": f"{list(TEMPLATES)}; invalid {list(INVALID_TEMPLATES)}",
     "promiseTimeout": f"{list(PROMISE_TIMEOUTS)}; invalid {list(INVALID_TIMEOUTS)}",
     "timeoutAt": "now - 1 minute, -1 ms, +0, +1 ms, +1 minute, +1 day (clamped at 0)",
@@ -419,7 +451,27 @@ class SchedulesMachine(LockstepMachine):
         starts, then the work it starts with: one initialize rule, so that the reset a new
         config needs always comes before the first step."""
         self.start_clock(start, retry_timeout)
+        fields = tuple(FIELD_EDGES)
+        pick = (STARTS.index(start) + 2 * RETRY_TIMEOUTS.index(retry_timeout)
+                + 3 * ("none", "promise", "task", "both").index(work) + 5 * TTLS.index(ttl))
+        self.sends_each_edge_of_one_field(fields[pick % len(fields)])
         self.some_work_to_start_with(work, ttl)
+
+    def sends_each_edge_of_one_field(self, field: str) -> None:
+        """SR-05: every cron of one field's edges in turn, the other arguments valid: each
+        rejected form is a 400 that changes nothing; each accepted one is created (its
+        first nextRunAt compared) under an id of its own and deleted again. Part of the
+        opening, the field chosen from the opening's own draws: as a rule of its own it
+        moved every later draw, and a default campaign then missed a required branch."""
+        rejected, accepted = FIELD_EDGES[field]
+        create = {"promiseId": TEMPLATES[0], "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
+                  "promiseTags": {}}
+        for cron in rejected:
+            self.act("schedule.create", {"id": SCHEDULE_IDS[0], "cron": cron, **create})
+        for cron in accepted:
+            if self.act("schedule.create", {"id": EDGE_ID, "cron": cron, **create})["status"] == 200:
+                self.act("schedule.delete", {"id": EDGE_ID})
+        reached(f"SR-05.{field.replace('-', '_')}")
 
     def start_clock(self, start: int, retry_timeout: int | None) -> None:
         config = {key: value for key, value in self.config.items() if key != "retry_timeout"}
@@ -942,12 +994,13 @@ REQUIRED_TAGS = frozenset({
     "X-06.settle_state",
     "SP-13.settled_kept", "SP-14.acquired", "SP-14.fenced", "SP-15.fulfilled_kept", "SP-16.callback",
     "SP-16.listener", "SP-17.state",
-    # the regimes of spec/schedules.md (SR-01..SR-04)
+    # the regimes of spec/schedules.md (SR-01..SR-05)
     "SR-01.alias", "SR-01.names", "SR-01.question_mark", "SR-01.range", "SR-01.step",
     "SR-01.list", "SR-01.both_day_fields", "SR-01.rare_date",
     "SR-02.leap_day", "SR-02.century_year", "SR-02.month_end", "SR-02.end_of_time",
     "SR-03.default_retry_timeout", "SR-03.retry_timeout_one", "SR-03.retry_timeout_set",
     "SR-04.odd_now",
+    *(f"SR-05.{field.replace('-', '_')}" for field in FIELD_EDGES),
 })
 
 #: Why a profile's campaigns cannot reach a requirement (an ID) or one of its branches (a
