@@ -718,6 +718,16 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules.py", "", "CATCH_UP_CHUNK = 16384", "16384 -> 16385"):
         "how many occurrences go to one set-wise insert: the chunks are inserted in order, so "
         "the same promises are created in the same order whatever the size",
+    ("impl/cron.py", "", "_NO_MINUTE_LEFT = -1", "1 -> 2"):
+        "a sentinel in the minutes table that its one reader tests as `wait >= 0`: any "
+        "negative value means the same",
+    ("impl/cron.py", "_refuse_instant", "if type(value) is not int:", "IsNot -> Is"):
+        "which of two ValueError messages a refused instant gets: the type is the same, and "
+        "no instant reaches cron from a request unchecked (`now` is refused first with a 400; "
+        "every other instant is a stored fire time); tests/test_cron.py checks the messages",
+    ("impl/cron.py", "", "@dataclass(frozen=True)", "True -> False"):
+        "the private `_Field` table only forbids assignment when frozen: nothing assigns to a "
+        "field description, and none is hashed",
     ("impl/cron.py", "", "@lru_cache(maxsize=4096)", "4096 -> 4095"):
         "the size of the cache of compiled expressions: a miss compiles the same Cron again",
     ("impl/schedules_records.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #1"):
