@@ -448,8 +448,13 @@ VALUE_SPACE: dict[str, str] = {
            f"with one of {', '.join(MISREAD_OPS)} in the same step",
     "fills": f"deep runs (about half; the opening fills, and may drain): fills of {sorted(set(FILL_SIZES))} x --depth "
              f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}; the largest opening "
-             f"fill tours the index instead (deferrals with windows {TOUR_WINDOW} long until {TOUR_OPEN} are "
-             "open, the book listed whole at three instants, one that never expires due at the median due_at "
+             "fill tours the index instead (the opening's deferrals cancelled by their owners, then deferrals "
+             f"due two instants apart with windows {TOUR_WINDOW} long until {TOUR_OPEN} are open, the first "
+             f"{INDEX_RUN} listed before one more is scheduled, the book listed whole at three instants, the "
+             f"expirable with a limit of {INDEX_RUN + 1}, one at a time at the second-to-last key (twice), in the "
+             "gap after the middle key and at it, before and at the three-quarter key (one with a ttl of 1, "
+             "listed with limits 3, 1 and none) and at now, each listed where it lands, one that never "
+             "expires due at the median due_at "
              "and the book listed once every window has closed, the ones claimable at the latest due_at "
              f"claimed and the book listed past their windows, {TOUR_INSERTS} inserts all over the index (every "
              f"{TOUR_BATCH}th after all the others) with the claimable at the latest due_at listed after every "
@@ -716,32 +721,40 @@ class DuebookMachine(LockstepMachine):
         return max(1, round(TOUR_OPEN * self.depth) - already_open), max(1, round(TOUR_INSERTS * self.depth))
 
     def tour(self) -> None:
-        """Tour the implementation's index: short-lived deferrals until two index runs are
-        full (every window TOUR_WINDOW long, so whole runs close before later rows open),
-        the whole book listed where the most are claimable, at the median expiry and at
-        the latest due_at; one that never expires lands mid-book; the keeper claims what
-        is claimable at the latest due_at and the book is listed over those consumed rows
-        once their windows have closed; then inserts due all over the built index, the
-        keeper listing after every TOUR_BATCH (full runs split, first keys and bounds
-        move), the whole book listed again. Hypothesis shrinks it away with the fill size;
-        the trace minimiser (duespec.campaigns.minimise) drops the steps a failure inside
-        it does not need."""
+        """Tour the implementation's index: the opening's deferrals withdrawn, then
+        short-lived deferrals (every window TOUR_WINDOW long, due two instants apart, so
+        whole runs close before later rows open and there is room between any two) until
+        two index runs are full, the first run indexed on its own and one more appended to
+        it; the whole book listed where the most are claimable, at the median expiry and
+        at the latest due_at; one at a time at the places of the index a run's bookkeeping
+        changes (`probe_the_index`); one that never expires lands mid-book; the keeper
+        claims what is claimable at the latest due_at and the book is listed over those
+        consumed rows once their windows have closed; then inserts due all over the built
+        index, the keeper listing after every TOUR_BATCH (full runs split, first keys and
+        bounds move), the whole book listed again. Hypothesis shrinks it away with the fill
+        size; the trace minimiser (duespec.campaigns.minimise) drops the steps a failure
+        inside it does not need."""
+        self.withdraw_the_opening()
         count, inserts = self.tour_size(len(self.oracle_state()["open"]))
-        for n in range(count):
-            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": n,
-                                              "ttl": TOUR_WINDOW}, self.now)
-            if "error" in response:
-                break
-            self.next_id = response["ok"]["id"] + 1
+        first_run = min(count, INDEX_RUN)
+        # The first run full and indexed, then one due after it, listed where it is claimable
+        # beside the first run's last: a run of its own after a full one (DR-04.after_a_full_run).
+        if self.tour_rows(0, first_run) and self.index_pending(self.now) and self.tour_rows(first_run, first_run + 1):
+            if self.index_pending(self.now + 1 + 2 * first_run) and first_run == INDEX_RUN:
+                reached("DR-04.after_a_full_run")
+            self.tour_rows(first_run + 1, count)
         self.tour_listings()
+        self.expirable_across_the_first_run()
+        self.probe_the_index()
         self.one_never_expires_mid_book()
         dropped = self.keeper_claims_the_latest()
         latest = max((d["due_at"] for d in self.oracle_state()["open"]), default=self.now)
         claimable, _ = LISTING_OPS
+        span = 2 * count
         for n in range(inserts):
             batch_ends = n % TOUR_BATCH == TOUR_BATCH - 1
             # Each batch ends with one due after every other deferral: the end of the index.
-            delay = count + n if batch_ends else (n * 1009) % max(count, 1)
+            delay = span + n if batch_ends else (n * 1009) % max(span, 1)
             response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": delay,
                                               "ttl": TOUR_WINDOW}, self.now)
             if "error" in response:
@@ -755,6 +768,82 @@ class DuebookMachine(LockstepMachine):
         if inserts:
             self.tour_listings()
         self.bulk_done()
+
+    def withdraw_the_opening(self) -> None:
+        """The opening's owners cancel theirs, and the book is listed past them (claimable
+        and expirable) so that their rows leave the indexes: the tour starts from an empty
+        index, every key of it the tour's own, none at the instant the tour starts."""
+        open_deferrals = self.oracle_state()["open"]
+        if not open_deferrals or self.excluded_ops & {"cancel", *LISTING_OPS}:
+            return
+        for deferral in open_deferrals:
+            if "ok" in self.call("cancel", {"id": deferral["id"], "caller": deferral["owner"]}, self.now):
+                self.consumed.append(deferral["id"])
+        claimable, expirable = LISTING_OPS
+        self.call(claimable, {"limit": INT64_MAX}, max(d["due_at"] for d in open_deferrals))
+        self.call(expirable, {"limit": INT64_MAX}, max(d["expires_at"] for d in open_deferrals))
+
+    def tour_rows(self, start: int, stop: int) -> bool:
+        """The tour's deferrals number start to stop - 1, due at now + 1 + 2n; whether all were scheduled."""
+        for n in range(start, stop):
+            response = self.call("schedule", {"owner": OWNER_NAMES[n % len(OWNER_NAMES)], "delay": 1 + 2 * n,
+                                              "ttl": TOUR_WINDOW}, self.now)
+            if "error" in response:
+                return False
+            self.next_id = response["ok"]["id"] + 1
+        return True
+
+    def index_pending(self, instant: int) -> bool:
+        """The claimable at `instant`: the Book indexes what was scheduled since the last
+        listing (at the tour's own start nothing is claimable, so it costs no answer).
+        Whether it was taken."""
+        claimable, _ = LISTING_OPS
+        if claimable in self.excluded_ops:
+            return False
+        self.call(claimable, {"limit": INT64_MAX}, instant)
+        return True
+
+    def expirable_across_the_first_run(self) -> None:
+        """The expirable with a limit one past the first full run, where the second run
+        has two rows expired: the limit cuts the second run after its first row."""
+        _, expirable = LISTING_OPS
+        expiries = sorted(d["expires_at"] for d in self.oracle_state()["open"] if d["expires_at"])
+        if expirable not in self.excluded_ops and len(expiries) > INDEX_RUN + 1:
+            self.call(expirable, {"limit": INDEX_RUN + 1}, expiries[INDEX_RUN + 1])
+
+    def probe_the_index(self) -> None:
+        """One deferral at a time at each place of a two-run index where a run's
+        bookkeeping changes, each listed where it lands: at the second-to-last key of the
+        full last run (it splits, and the new row goes to the second half), there again
+        (now a last run with room, between its last two keys), in the gap after the first
+        key of the second run and then at that first key (the run's first key must not
+        move), one appended to the run before the last quarter's first key, one short-lived
+        at that first key (the bound on its run's earliest expiry must come down), listed
+        there with a limit that cuts the run after one row, then as it closes with a limit
+        the run before fills and with none; last, one due now, below every key."""
+        keys = sorted(d["due_at"] for d in self.oracle_state()["open"])
+        claimable, _ = LISTING_OPS
+        if len(keys) < 2 * INDEX_RUN or claimable in self.excluded_ops:
+            return
+        second_half, last_quarter = keys[INDEX_RUN], keys[INDEX_RUN + INDEX_RUN // 2]
+        probes = [(keys[-2], TOUR_WINDOW, ((keys[-2] + 1, INT64_MAX),)),
+                  (keys[-2], TOUR_WINDOW, ((keys[-2] + 1, INT64_MAX),)),
+                  (second_half + 1, TOUR_WINDOW, ()),
+                  (second_half, TOUR_WINDOW, ((second_half + 1, INT64_MAX),)),
+                  (last_quarter - 1, TOUR_WINDOW, ()),
+                  (last_quarter, 1, ((last_quarter, 3), (last_quarter + 1, 1), (last_quarter + 1, INT64_MAX))),
+                  (self.now, TOUR_WINDOW, ((self.now, INT64_MAX),))]
+        for due_at, ttl, listings in probes:
+            response = self.call("schedule", {"owner": OWNER_NAMES[0], "delay": due_at - self.now, "ttl": ttl},
+                                 self.now)
+            if "error" in response:
+                return
+            self.next_id = response["ok"]["id"] + 1
+            if not listings:
+                self.index_pending(self.now)
+            for instant, limit in listings:
+                self.call(claimable, {"limit": limit}, instant)
+        reached("DR-04.probed_runs")
 
     def one_never_expires_mid_book(self) -> None:
         """One deferral that never expires, due at the median due_at (in an index of two
@@ -1192,7 +1281,7 @@ class ImpliedState:
 REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid"}) | {
     "DR-01.cap_1", "DR-01.cap_small", "DR-01.cap_beyond_int32", "DR-02.hundreds_of_ids",
     "DR-03.dozens_open", "DR-04.index_run_split", "DR-04.inner_run_split", "DR-04.insert_after_dropped_rows",
-    "DR-04.never_expiring_insert", "DR-05.compaction",
+    "DR-04.never_expiring_insert", "DR-04.after_a_full_run", "DR-04.probed_runs", "DR-05.compaction",
     *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),
     *(f"DR-07.{form}" for form in DISGUISES), *(f"DR-07.now_{form}" for form in DISGUISES),
     *(f"DR-08.{refused}" for refused in REFUSED_ARGUMENTS)}
