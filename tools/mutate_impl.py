@@ -757,6 +757,40 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "is the same), and next_run turns both into NEVER; occurrences stop at a now <= MAX_TIME "
         "first; the guards' bounds move past instants no caller passes (now is refused with a 400 "
         "above MAX_TIME). tests/test_cron.py checks the horizon itself",
+    # The full cron run: survivors judged equivalent (#98 and #194 are not: #98, month 13 accepted,
+    # is killed by FIELD_EDGES since 0f55015; #194 fires on the 1st of a month the cron leaves out).
+    ("impl/cron.py", "_compile", "first_day = (masks[2] & -masks[2]).bit_length() - 1", "1 -> 2"):
+        "the never-fires test sees the smallest listed day one lower, so it also lets through a cron "
+        "whose smallest day is exactly one past the longest listed month (`0 0 30 2 *`, `0 0 31 4,6 *`); "
+        "such a cron never fires, next_after answers HORIZON_MS, and schedule.create still answers 400 "
+        "(parse_schedule_create's never-fires check), with another message, which is prose",
+    ("impl/cron.py", "", "@lru_cache(maxsize=4096)", "4096 -> 4097"):
+        "the size of the cache of compiled expressions: a miss compiles the same Cron again",
+    ("impl/cron.py", "occurrences", "if type(after_ms) is not int or not 0 <= after_ms < HORIZON_MS:",
+     "Or -> And"):
+        "lets an integer after_ms outside [0, HORIZON_MS) through, and impl/ passes occurrences() "
+        "nothing but a schedule's next_run_at <= now, a cron fire time in [60000, MAX_TIME] (as the "
+        "`LtE -> Lt` entry above); no non-integer reaches it",
+    ("impl/cron.py", "_occurrences", "while fire <= until_ms and fire < HORIZON_MS:", "And -> Or"):
+        "the loop now also enters with a fire past until_ms (below the horizon), but its first "
+        "instant is that fire itself (a firing hour and minute), so it returns before yielding; it "
+        "would walk fires at or past HORIZON_MS only for an until_ms that far, and every caller's "
+        "until_ms is a now <= MAX_TIME",
+    ("impl/cron.py", "_minutes_to_next", "table += [_NO_MINUTE_LEFT] * (1440 - len(table))", "Sub -> Add"):
+        "a longer minutes table, padded with more sentinels past its 1440th entry: next_after reads "
+        "it only at a minute of the day (0-1439), whose entries are the same",
+    ("impl/cron.py", "_month_tables", "lengths = (cycle_lengths * 21)[:(LAST_YEAR + 1 - 1970) * 12]",
+     "21 -> 22"):
+        "repeats the 400-year cycle once more before the slice to 1970-9999's 96,360 months: 21 "
+        "cycles (100,800 months) already cover them, so the slice is the same",
+    ("impl/cron.py", "__init__", "for first_weekday in range(7):", "7 -> 8"):
+        "in the on_weekdays loop (#186): an eighth rotation, for a first weekday 7, is appended and "
+        "never read, since the mask loop reads on_weekdays[0..6]; the mask loop's line has the same "
+        "text and mutation (#294, same key), but there on_weekdays[7] raises IndexError on every "
+        "compile, so it is killed and never looked up here",
+    ("impl/cron.py", "__init__", "for month in range(1, 13):", "13 -> 14"):
+        "tables a 13th month: its 28 kinds get the empty masks (months >> 13 is 0) and sit past the "
+        "336 kinds _MONTH_KINDS names, so no lookup reads them",
     # The full duebook run (docs/mutation.md, "every duebook mutant"): survivors judged equivalent.
     ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1025"): _RUN_LENGTH,
     ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1023"): _RUN_LENGTH,
