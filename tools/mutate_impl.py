@@ -718,6 +718,17 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules.py", "", "CATCH_UP_CHUNK = 16384", "16384 -> 16385"):
         "how many occurrences go to one set-wise insert: the chunks are inserted in order, so "
         "the same promises are created in the same order whatever the size",
+    ("impl/cron.py", "__init__", "months_ahead, ahead = [0] * 12, 12", "12 -> 13 #1"):
+        "as `12 -> 11 #1`: the loop's first year only warms `ahead` up, and the second "
+        "overwrites all 12 entries with values that do not depend on the initial one",
+    ("impl/cron.py", "__init__", "for month in range(23, -1, -1):  # two years, so that December looks into January",
+     "23 -> 24"):
+        "one more month of warm-up before the second year, which overwrites all 12 entries "
+        "(unlike `23 -> 22`, which starts the warm-up one month short: a December-only cron "
+        "then counts 23 months from December)",
+    ("impl/cron.py", "next_after", "if not 0 < minute < _HORIZON_MINUTE:", "Lt -> LtE #1"):
+        "as `0 -> -1` on the same line: lets only t_ms in [-60000, -1] past the guard, and "
+        "nothing passes a negative instant (`now` is refused first with a 400)",
     ("impl/cron.py", "", "_NO_MINUTE_LEFT = -1", "1 -> 2"):
         "a sentinel in the minutes table that its one reader tests as `wait >= 0`: any "
         "negative value means the same",

@@ -165,7 +165,7 @@ CRONS = (
     "0 * * * *",            # hourly
     "*/7 * * * *",          # minutes 0,7,...,56: the step does not divide the hour
     "30 9 * * mon-fri",     # named days
-    "0 0 * * sun",
+    "0 0 15 12 mon-fri",    # December only, both day fields: after its last fire, next December 1
     "0 0 31 * *",           # month end, skips short months
     "0 0 29 2 *",           # leap day
     "59 23 28-31 * *",
