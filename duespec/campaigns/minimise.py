@@ -4,8 +4,8 @@ Hypothesis shrinks the *draws* of a run. A step that a rule takes many times in 
 (a deep opening's fill of a thousand schedules, a drain) goes or stays with that draw, so
 a failure first seen deep inside such a rule can keep hundreds of steps that have nothing
 to do with it, or a dozen that a draw cannot express away. This pass works on the
-recorded trace instead: it removes chunks of steps (delta debugging, complements only,
-then one step at a time), replays each candidate from a reset on a fresh oracle and a
+recorded trace instead: it removes every request of one op at a time, then chunks of
+steps (delta debugging, complements only, then one step at a time), replays each candidate from a reset on a fresh oracle and a
 fresh target, and keeps a candidate only when its first difference is **the same
 divergence class** (duespec.campaigns.classes) as the shrunk run's. It never turns a
 failure into a pass nor changes its class: a candidate that passes, fails elsewhere or
@@ -156,6 +156,17 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
     def candidate_fails(requests: list[tuple[str, Json, Json]]) -> list[tuple[str, Json, Json]] | None:
         got = fails(requests, every_state)
         return None if got is None else requests[:len(got[0])]
+    # First every request of one op at a time (the failing last step kept): a rule of many
+    # steps interleaves requests the failure does not need (listings between a tour's
+    # schedules) with ones it does, and no chunk of neighbouring steps takes them out
+    # without the schedules around them.
+    for op in dict.fromkeys(repr(request[0]) for request in current[:-1]):
+        if not budget.left():
+            break
+        candidate = [request for request in current[:-1] if repr(request[0]) != op] + current[-1:]
+        shorter = candidate_fails(candidate)
+        if shorter is not None:
+            current = shorter
     chunks = 2
     while len(current) >= 2 and budget.left():
         size = -(-len(current) // chunks)
