@@ -238,13 +238,18 @@ class WatchedTarget:
 
     def __init__(self, inner: Target, timeout: float) -> None:
         self.inner, self.timeout = inner, timeout
+        #: An adapter that builds every answer itself from plain fields (duespec's own duebook
+        #: adapter) needs no walk through each answer: a field of another type makes the
+        #: answer differ from the model's, which is reported as a divergence.
+        self.deep = not getattr(inner, "builds_its_answers", False)
 
     def reset(self, config: dict[str, Json]) -> None:
         guarded("reset", lambda: self.inner.reset(config), self.timeout)
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         what = f"step {op}"
-        return _json_object(what, guarded(what, lambda: self.inner.step(op, args, now), self.timeout))
+        return _json_object(what, guarded(what, lambda: self.inner.step(op, args, now), self.timeout),
+                            deep=self.deep)
 
     def observe(self) -> dict[str, Json]:
         return _json_object("observe", guarded("observe", self.inner.observe, self.timeout), deep=False)
