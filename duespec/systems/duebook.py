@@ -402,6 +402,8 @@ MANY_IDS, MANY_OPEN, INDEX_RUN, COMPACT_FLOOR = 256, 32, 1024, 64
 #: all over the built index, listed after every TOUR_BATCH: each listing indexes one
 #: batch, so later batches land below keys that earlier ones moved.
 TOUR_OPEN, TOUR_WINDOW, TOUR_INSERTS, TOUR_BATCH = 2 * INDEX_RUN, 3, 61, 10
+#: Deferrals the tour opens besides those: its probes of the index and the one that never expires.
+TOUR_EXTRA = 8
 #: The listings the tour takes, and its keeper's claim: each skipped when left out of the
 #: campaign (the tour is an opening). Named here rather than at the calls, since
 #: duespec.campaigns.scope counts an op the opening names as one every run takes.
@@ -455,7 +457,9 @@ VALUE_SPACE: dict[str, str] = {
              f"deferrals ({', '.join(FILL_PATTERNS)}), drains of {list(DRAIN_SIZES)}; the largest opening "
              "fill tours the index instead (the opening's deferrals cancelled by their owners, then deferrals "
              f"due two instants apart with windows {TOUR_WINDOW} long until {TOUR_OPEN} are open, the first "
-             f"{INDEX_RUN} listed before one more is scheduled, the book listed whole at three instants, the "
+             f"{INDEX_RUN} listed before one more is scheduled, the first cancelled and the expirable listed "
+             f"with a limit of {INDEX_RUN - 1} past the first {INDEX_RUN + 1} windows, the book listed whole at "
+             "three instants, the "
              f"expirable with a limit of {INDEX_RUN + 1}, one at a time at the second-to-last key (twice), in the "
              "gap after the middle key and at it, before and at the three-quarter key (one with a ttl of 1, "
              "listed with limits 3, 1 and none) and at now, each listed where it lands, one that never "
@@ -705,7 +709,7 @@ class DuebookMachine(LockstepMachine):
         # The largest opening fill tours the index instead (as many schedules, and listings).
         tour = self.deep and fill_size == max(FILL_SIZES)
         if deep_cap == AT_THE_FILL:
-            deep_cap = len(opening) + (sum(self.tour_size(len(opening))) if tour
+            deep_cap = len(opening) + (sum(self.tour_size(len(opening))) + TOUR_EXTRA if tour
                                        else self.fill_count(fill_size, len(opening)))
         max_open = deep_cap if self.deep else cap
         if max_open != self.config.get("max_open"):
@@ -747,7 +751,8 @@ class DuebookMachine(LockstepMachine):
         if self.tour_rows(0, first_run) and self.index_pending(self.now) and self.tour_rows(first_run, first_run + 1):
             if self.index_pending(self.now + 1 + 2 * first_run) and first_run == INDEX_RUN:
                 reached("DR-04.after_a_full_run")
-            self.tour_rows(first_run + 1, count)
+            # One more row than planned: the first is cancelled, and two full runs stay open.
+            self.tour_rows(first_run + 1, count + self.expirable_at_a_run_end(first_run))
         self.tour_listings()
         self.expirable_across_the_first_run()
         self.probe_the_index()
@@ -808,6 +813,26 @@ class DuebookMachine(LockstepMachine):
         self.call(claimable, {"limit": INT64_MAX}, instant)
         return True
 
+    def expirable_at_a_run_end(self, first_run: int) -> int:
+        """The owner cancels the tour's first deferral, then the expirable is listed once
+        the first run's windows and the one after it have closed, with a limit of the
+        first run's open rows: the limit is reached at that run's end, while the index
+        still holds the cancelled row (a listing that walks each row to drop such rows
+        must stop there too). The claimable at its due_at drops it from the other index.
+        1 when it was cancelled, else 0."""
+        open_deferrals = self.oracle_state()["open"]
+        claimable, expirable = LISTING_OPS
+        if len(open_deferrals) != first_run + 1 or self.excluded_ops & {"cancel", claimable, expirable}:
+            return 0
+        first, after = open_deferrals[0], open_deferrals[-1]
+        if "error" in self.call("cancel", {"id": first["id"], "caller": first["owner"]}, self.now):
+            return 0
+        self.consumed.append(first["id"])
+        self.call(expirable, {"limit": first_run - 1}, after["expires_at"])
+        self.call(claimable, {"limit": INT64_MAX}, first["due_at"])
+        reached("DR-04.run_end_limit")
+        return 1
+
     def expirable_across_the_first_run(self) -> None:
         """The expirable with a limit one past the first full run, where the second run
         has two rows expired: the limit cuts the second run after its first row."""
@@ -825,7 +850,9 @@ class DuebookMachine(LockstepMachine):
         move), one appended to the run before the last quarter's first key, one short-lived
         at that first key (the bound on its run's earliest expiry must come down), listed
         there with a limit that cuts the run after one row, then as it closes with a limit
-        the run before fills and with none; last, one due now, below every key."""
+        the run before fills and with none; last, one due now, below every key (the first
+        run splits with it in the first half, whose bound on the earliest expiry must come
+        down: listed as it lands and as it closes)."""
         keys = sorted(d["due_at"] for d in self.oracle_state()["open"])
         claimable, _ = LISTING_OPS
         if len(keys) < 2 * INDEX_RUN or claimable in self.excluded_ops:
@@ -837,7 +864,7 @@ class DuebookMachine(LockstepMachine):
                   (second_half, TOUR_WINDOW, ((second_half + 1, INT64_MAX),)),
                   (last_quarter - 1, TOUR_WINDOW, ()),
                   (last_quarter, 1, ((last_quarter, 3), (last_quarter + 1, 1), (last_quarter + 1, INT64_MAX))),
-                  (self.now, TOUR_WINDOW, ((self.now, INT64_MAX),))]
+                  (self.now, TOUR_WINDOW, ((self.now, INT64_MAX), (self.now + TOUR_WINDOW, INT64_MAX)))]
         for due_at, ttl, listings in probes:
             response = self.call("schedule", {"owner": OWNER_NAMES[0], "delay": due_at - self.now, "ttl": ttl},
                                  self.now)
@@ -1286,7 +1313,8 @@ class ImpliedState:
 REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid"}) | {
     "DR-01.cap_1", "DR-01.cap_small", "DR-01.cap_beyond_int32", "DR-02.hundreds_of_ids",
     "DR-03.dozens_open", "DR-04.index_run_split", "DR-04.inner_run_split", "DR-04.insert_after_dropped_rows",
-    "DR-04.never_expiring_insert", "DR-04.after_a_full_run", "DR-04.probed_runs", "DR-05.compaction",
+    "DR-04.never_expiring_insert", "DR-04.after_a_full_run", "DR-04.run_end_limit", "DR-04.probed_runs",
+    "DR-05.compaction",
     *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),
     *(f"DR-07.{form}" for form in DISGUISES), *(f"DR-07.now_{form}" for form in DISGUISES),
     *(f"DR-08.{refused}" for refused in REFUSED_ARGUMENTS)}
