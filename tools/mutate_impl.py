@@ -479,6 +479,9 @@ _RUN_LENGTH = ("how long a run grows before it splits: every line reads _RUN_MAX
 _LAYOUT_ONLY = ("where the id window starts or how much room it keeps: every lookup takes slots[id - base] "
                 "for id >= base and far below it, and _place puts every row below base in far, so each "
                 "layout answers the same")
+_MONTH_ESTIMATE = ("the estimate of a day's month index, which the next lines correct by one month either way: "
+                   "checked for every day from 1970-01-01 to 9999-12-31, the changed formula is never more "
+                   "than one month off (nor negative), so the corrected month, and every answer, is the same")
 
 #: Survivors judged equivalent (docs/mutation.md gives each reason in full), keyed by
 #: (file, the enclosing def or class, the mutated line's text, the mutation): stable while
@@ -802,6 +805,39 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/cron.py", "__init__", "for month in range(1, 13):", "13 -> 14"):
         "tables a 13th month: its 28 kinds get the empty masks (months >> 13 is 0) and sit past the "
         "336 kinds _MONTH_KINDS names, so no lookup reads them",
+    # More of the full cron run's survivors judged equivalent (#218 and #310 are not: a now in
+    # 1970-01-01's first day/minute; #236: a catch-up whose now is a later fire; #247: a firing day's
+    # 23:58; #258: a step of 1; #333: a catch-up of two or more fires in an hour >= 1).
+    ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "146097 -> 146098"): _MONTH_ESTIMATE,
+    ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "146097 -> 146096"): _MONTH_ESTIMATE,
+    ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "1000 -> 1001"): _MONTH_ESTIMATE,
+    ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "1000 -> 999"): _MONTH_ESTIMATE,
+    ("impl/cron.py", "_occurrences", "while fire <= until_ms and fire < HORIZON_MS:", "Lt -> LtE"):
+        "lets a fire equal to HORIZON_MS into the loop only if it is also <= until_ms, and every "
+        "caller's until_ms is a now <= MAX_TIME < HORIZON_MS, so the first clause stops it first",
+    ("impl/cron.py", "_minutes_to_next", "table += [_NO_MINUTE_LEFT] * (1440 - len(table))", "1440 -> 1441"):
+        "as `Sub -> Add` on the same line: one more sentinel past the 1440th entry, and next_after "
+        "reads the table only at a minute of the day (0-1439), whose entries are the same",
+    ("impl/cron.py", "_month_tables", "lengths = (cycle_lengths * 21)[:(LAST_YEAR + 1 - 1970) * 12]",
+     "Sub -> Add"):
+        "the slice now reaches past the 21 cycles (100,800 months, to 10369-12), so the tables run "
+        "past 9999: as `LAST_YEAR = 9999` `9999 -> 10000`, next_after may answer a fire after the "
+        "horizon where it answered HORIZON_MS, which next_run turns into NEVER all the same, and "
+        "occurrences stop at a now <= MAX_TIME first",
+    ("impl/cron.py", "_month_tables", "lengths = (cycle_lengths * 21)[:(LAST_YEAR + 1 - 1970) * 12]",
+     "12 -> 13"):
+        "as `Sub -> Add` on the same line: 8,030 * 13 months is more than the 21 cycles hold, so the "
+        "tables run to 10369-12, and only fires past MAX_TIME change (next_run answers NEVER for both)",
+    ("impl/cron.py", "_month_tables", "return starts, (cycle_kinds * 21)[:len(lengths)]", "21 -> 22"):
+        "as `21 -> 22` on the lengths line: 21 cycles already cover the len(lengths) months the "
+        "slice keeps, so the kinds are the same",
+    ("impl/cron.py", "__init__", "months_ahead, ahead = [0] * 12, 12", "12 -> 13 #2"):
+        "months_ahead gets a 13th entry that stays 0 and is never read: the loop writes and next_after "
+        "reads months_ahead[month % 12], indexes 0-11",
+    ("impl/cron.py", "occurrences", "if type(after_ms) is not int or not 0 <= after_ms < HORIZON_MS:",
+     "Lt -> LtE"):
+        "also lets after_ms = HORIZON_MS through, and impl/ passes occurrences() nothing but a "
+        "schedule's next_run_at <= now <= MAX_TIME (as the `Or -> And` entry above)",
     # The full duebook run (docs/mutation.md, "every duebook mutant"): survivors judged equivalent.
     ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1025"): _RUN_LENGTH,
     ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1023"): _RUN_LENGTH,
