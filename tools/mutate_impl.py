@@ -805,9 +805,9 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/cron.py", "__init__", "for month in range(1, 13):", "13 -> 14"):
         "tables a 13th month: its 28 kinds get the empty masks (months >> 13 is 0) and sit past the "
         "336 kinds _MONTH_KINDS names, so no lookup reads them",
-    # More of the full cron run's survivors judged equivalent (#218 and #310 are not: a now in
-    # 1970-01-01's first day/minute; #236: a catch-up whose now is a later fire; #247: a firing day's
-    # 23:58; #258: a step of 1; #333: a catch-up of two or more fires in an hour >= 1).
+    # More of the full cron run's survivors judged equivalent (not: #218, a now in 1970-01-01's
+    # first day; #310, in its first minute; #236, a catch-up whose now is a later fire; #247, a
+    # firing day's 23:58; #258, a step of 1; #333, a catch-up of two or more fires in an hour >= 1).
     ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "146097 -> 146098"): _MONTH_ESTIMATE,
     ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "146097 -> 146096"): _MONTH_ESTIMATE,
     ("impl/cron.py", "next_after", "month = (day * 4800 + 1000) // 146_097", "1000 -> 1001"): _MONTH_ESTIMATE,

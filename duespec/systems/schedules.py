@@ -137,7 +137,7 @@ EPOCH_2025 = 1_735_689_600_000
 #: (2000, 2028) and are not (2100), and the last minutes before the end of time.
 STARTS = (
     EPOCH_2025,
-    EPOCH_2025 + 59_999,                     # 1 ms before a minute boundary
+    59_999,                                  # 1970-01-01T00:00:59.999Z: 1 ms before a minute boundary, the epoch's first day
     1_740_787_140_000,                       # 2025-02-28T23:59:00Z: month end, no leap day
     1_835_387_940_000,                       # 2028-02-28T23:59:00Z: the night before a leap day
     1_767_225_540_000,                       # 2025-12-31T23:59:00Z: year end
@@ -145,7 +145,7 @@ STARTS = (
     951_868_740_000,                         # 2000-02-29T23:59:00Z: its leap day rolls into March
     4_107_542_340_000,                       # 2100-02-28T23:59:00Z: a century year that does not
     4_102_444_740_000,                       # 2099-12-31T23:59:00Z: the century rolls over
-    1_746_057_540_000,                       # 2025-04-30T23:59:00Z: a 30-day month ends
+    1_746_057_480_000,                       # 2025-04-30T23:58:00Z: a 30-day month ends (a day's last minute next)
     253_370_678_400_000,                     # 9998-12-31T00:00:00Z: the last year rollover
     MAX_TIME - 3 * 60_000 + 1,               # 9999-12-31T23:57:00Z: the end of time
 )
@@ -182,10 +182,10 @@ INVALID_CRONS = ("60 * * * *", "* * * *", "0 0 30 2 *", "every minute", "", 5, "
 FIELD_EDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "minute": (("60 * * * *", "0-60 * * * *", "*/61 * * * *", "60/5 * * * *", "005 * * * *",
                 "5-5 * * * *", "50-10 * * * *", "jan * * * *", "? * * * *", "*/ * * * *"),
-               ("59 * * * *", "58-59 * * * *", "*/60 * * * *", "59/15 * * * *", "0-59/30 * * * *")),
+               ("59 * * * *", "58-59 * * * *", "*/60 * * * *", "59/15 * * * *", "0-59/30 * * * *", "*/1 * * * *")),
     "hour": (("0 24 * * *", "0 0-24 * * *", "0 */25 * * *", "0 24/2 * * *", "0 12-12 * * *",
               "0 mon * * *", "0 1- * * *"),
-             ("0 23 * * *", "0 22-23 * * *", "0 */24 * * *", "0 23/5 * * *", "0 0-23/12 * * *")),
+             ("0 23 * * *", "0 22-23 * * *", "0 */24 * * *", "0 23/5 * * *", "0 0-23/12 * * *", "0 */1 * * *")),
     "day-of-month": (("0 0 0 * *", "0 0 32 * *", "0 0 0-5 * *", "0 0 1-32 * *", "0 0 */32 * *",
                       "0 0 32/2 * *", "0 0 1-31 * *", "0 0 */1 * *", "0 0 L * *", "0 0 15W * *",
                       "0 0 jan * *", "0 0 ?,1 * *"),
@@ -240,7 +240,8 @@ ODD_NOWS = (None, -1, MAX_TIME + 1, 1.5, True, "now as float", "now as string", 
 VALUE_SPACE: dict[str, str] = {
     "config": f"profile: the campaign's; retry_timeout: {[t for t in RETRY_TIMEOUTS if t is not None]} "
               "or left out",
-    "now": "starts at a minute, month, year or century edge (2000, 2025, 2028, 2099-2100), "
+    "now": "starts at a minute, month, year or century edge (1970's first minute, 2000, 2025, 2028, "
+           "2099-2100), "
            "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days, to 1 ms "
            "before/at/after a tick and to 00:00 on the 28th of a month up to 13 months on, and a run "
            "with no schedule may leap to 9998-12-31; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
