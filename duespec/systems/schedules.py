@@ -243,7 +243,8 @@ VALUE_SPACE: dict[str, str] = {
     "now": "starts at a minute, month, year or century edge (1970's first minute, 2000, 2025, 2028, "
            "2099-2100), "
            "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days, to 1 ms "
-           "before/at/after a tick, exactly to the tick after the next, and to 00:00 on the 28th of a month up to 13 months on, and a run "
+           "before/at/after a tick, exactly to the tick after the next, and to 00:00 on the 28th of a "
+           "month up to 13 months on, and a run "
            "with no schedule may leap to 9998-12-31; malformed requests: -1, MAX_TIME + 1, 1.5, true, null, "
            "the clock as a float or a numeric string",
     "schedule id": f"{list(SCHEDULE_IDS)}, near misses {list(NEAR_MISS_IDS)}; invalid "
