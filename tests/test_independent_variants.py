@@ -89,7 +89,9 @@ def test_the_bench_section_judges_kill_rate_and_time_against_their_goals(monkeyp
     # 1.0 s over 1000 in 1.2 s (1.2): the median of the two is 1.0, and passes 0.85.
     assert against.value == pytest.approx(1.0) and (against.low, against.high) == pytest.approx((0.8, 1.2))
     assert against.passed and against.goal == Goal(">=", 0.85) and "HEAD~1" in against.what
-    assert against.extra["steps_current"] == against.extra["steps_ref"] == 1000
+    # All repeats pooled: 2000 steps in 2.0 s on each side.
+    assert against.extra["steps_current"] == against.extra["steps_ref"] == 2000
+    assert against.extra["pooled_ratio"] == pytest.approx(1.0) and "seeds 1-2" in against.note
 
 
 def fake_compare(ref: str) -> Comparison:

@@ -195,8 +195,10 @@ def speed_against(against: str | None) -> tuple[list[Figure], str | None]:
         SECTION, f"campaign steps/s, this tree over {ref}", statistics.median(ratios), "x",
         min(ratios), max(ratios), repeats=len(ratios), goal=Goal(">=", RATIO_GOAL),
         baseline=f"{ref} ({comparison.commit[:12]})", extra=facts,
-        note=f"duebook model vs impl, seed {SEED}, {EXAMPLES} runs x {STEPS} steps, each side in its own "
-             f"process, alternated; steps/s by each child's CPU clock: {facts['steps_per_s_current']:,.0f} "
+        note=f"duebook model vs impl, seeds {SEED}-{SEED + len(ratios) - 1} (one per repeat, the median of "
+             f"their ratios), {EXAMPLES} runs x {STEPS} steps, each side in its own process, alternated; "
+             f"steps/s by each child's CPU clock, all seeds pooled: {facts['steps_per_s_current']:,.0f} "
              f"here ({facts['steps_current']:,.0f} steps), {facts['steps_per_s_ref']:,.0f} at {ref} "
-             f"({facts['steps_ref']:,.0f} steps); CPU per run {facts['cpu_per_run_ratio']:.2f}x; whole "
+             f"({facts['steps_ref']:,.0f} steps), {facts['pooled_ratio']:.2f}x; CPU per run "
+             f"{facts['cpu_per_run_ratio']:.2f}x; whole "
              f"child CPU {facts['child_cpu_current']:.2f} s vs {facts['child_cpu_ref']:.2f} s")], None
