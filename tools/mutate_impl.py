@@ -838,6 +838,67 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "Lt -> LtE"):
         "also lets after_ms = HORIZON_MS through, and impl/ passes occurrences() nothing but a "
         "schedule's next_run_at <= now <= MAX_TIME (as the `Or -> And` entry above)",
+    # judge3: more cron survivors judged equivalent (not: #333, a catch-up of two or more
+    # fires whose second lies at an hour >= 1 of a cron firing more than once an hour, e.g.
+    # `* * * * *` created at 02:00:30 and ticked at 02:02 also creates the 02:00 promise;
+    # #412, a catch-up whose now is a later fire: the tick answers the schedule fired twice,
+    # and `--run` kills it at a1cb262).
+    ("impl/cron.py", "__init__", "months_ahead, ahead = [0] * 12, 12", "0 -> 1"):
+        "the list's initial entries are dead: the loop writes all 12 (twice, once per year) "
+        "before next_after reads any",
+    ("impl/cron.py", "__init__", "months_ahead, ahead = [0] * 12, 12", "0 -> -1"):
+        "the list's initial entries are dead: the loop writes all 12 (twice, once per year) "
+        "before next_after reads any",
+    ("impl/cron.py", "__init__", "ahead = 1 if months >> month % 12 + 1 & 1 else ahead + 1", "1 -> 0 #3"):
+        "`ahead + 0`: once the warm-up year meets an allowed month (every valid cron has one) "
+        "ahead stays 1, so every entry is 1 and next_after steps a month at a time instead of "
+        "jumping; its loop already steps over months whose firing-day mask is zero, and a month "
+        "the cron leaves out has that mask, so it stops at the same month (or the horizon): same answers",
+    ("impl/cron.py", "occurrences", "if type(after_ms) is not int or not 0 <= after_ms < HORIZON_MS:",
+     "0 -> 1"):
+        "as `LtE -> Lt` on the same line: refuses only after_ms = 0, and impl/ passes occurrences() "
+        "nothing but a schedule's next_run_at, a cron fire time >= 60,000",
+    ("impl/cron.py", "occurrences", "if type(after_ms) is not int or not 0 <= after_ms < HORIZON_MS:",
+     "0 -> -1"):
+        "lets only after_ms = -1 through as well, and impl/ passes occurrences() nothing but a "
+        "schedule's next_run_at, a cron fire time >= 60,000 (as the `Or -> And` entry)",
+    ("impl/cron.py", "_occurrences", "fire = self.next_after(day_start + DAY_MS - 1)", "1 -> 2"):
+        "next_after reads its instant only as t_ms // 60000, and 23:59:59.998 lies in the same "
+        "minute as .999, the day's last: the next fire is the same",
+    ("impl/cron.py", "_compile", "first_day = (masks[2] & -masks[2]).bit_length() - 1", "2 -> 3 #1"):
+        "first_day is then a bit of the month mask (at most 12), never past a month's 28 days, so the "
+        "never-fires test never refuses; as `1 -> 2` on this line, a cron whose day never falls in its "
+        "months (`0 0 30 2 *`) gets next_after HORIZON_MS and schedule.create still answers 400 "
+        "(parse_schedule_create's never-fires check), with another message, which is prose",
+    ("impl/cron.py", "_compile", "first_day = (masks[2] & -masks[2]).bit_length() - 1", "2 -> 1 #1"):
+        "first_day is then a bit of the hour mask (at most 23), never past a month's 28 days, so the "
+        "never-fires test never refuses; as `2 -> 3 #1`, schedule.create still answers 400 for a cron "
+        "that never fires (parse_schedule_create's check), with another message, which is prose",
+    ("impl/cron.py", "_compile", "longest = max(_LONGEST_MONTH[month - 1] for month in _values(masks[3]))",
+     "3 -> 4"):
+        "longest is then read from the weekday mask, which is full (0-6) whenever the test uses it "
+        "(weekday field `*`), and _LONGEST_MONTH[-1] is 31: the never-fires test never refuses; as "
+        "`2 -> 3 #1` on the first_day line, schedule.create still answers 400 (parse_schedule_create's "
+        "check), with another message, which is prose",
+    ("impl/cron.py", "_compile", 'raise CronError(f"day-of-month field {words[2]!r} can never fall in month field "',
+     "2 -> 3"):
+        "only the message quotes another field (words has 5 entries): the same CronError, the same "
+        "400; the message is prose",
+    ("impl/cron.py", "_compile", 'raise CronError(f"day-of-month field {words[2]!r} can never fall in month field "',
+     "2 -> 1"):
+        "only the message quotes another field (words has 5 entries): the same CronError, the same "
+        "400; the message is prose",
+    # Two lines of task_continue read `return {"status": 404}`, so these keys name both; the one
+    # equivalent is the second (#158, #159: the task has no promise); the first (#154, #155: no
+    # task) is killed by any task.continue of an absent id.
+    ("impl/schedules_tasks.py", "task_continue", 'return {"status": 404}', "404 -> 405"):
+        "the second 404 (a task with no promise) is dead: every task is created with its promise, "
+        "under its id, and neither is ever deleted (the model's T-10.no_promise is unreachable too, "
+        "and not required)",
+    ("impl/schedules_tasks.py", "task_continue", 'return {"status": 404}', "404 -> 403"):
+        "the second 404 (a task with no promise) is dead: every task is created with its promise, "
+        "under its id, and neither is ever deleted (the model's T-10.no_promise is unreachable too, "
+        "and not required)",
     # The full duebook run (docs/mutation.md, "every duebook mutant"): survivors judged equivalent.
     ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1025"): _RUN_LENGTH,
     ("impl/duebook.py", "", "_RUN_MAX = 1024", "1024 -> 1023"): _RUN_LENGTH,
