@@ -409,6 +409,8 @@ TOUR_EXTRA = 8
 #: duespec.campaigns.scope counts an op the opening names as one every run takes.
 LISTING_OPS = ("claimable", "expirable")
 KEEPER_CLAIM = "claim"
+#: How the tour's owners withdraw their deferrals (the opening's, its own first).
+OWNER_CANCEL = "cancel"
 #: How `an_old_deferral_outlives_many` asks for each id it has just cancelled.
 PROBE_OPS = ("expire", "get", "claim", "cancel")
 #: Later ids an old deferral outlives in `an_old_deferral_outlives_many`: enough that the
@@ -748,11 +750,14 @@ class DuebookMachine(LockstepMachine):
         first_run = min(count, INDEX_RUN)
         # The first run full and indexed, then one due after it, listed where it is claimable
         # beside the first run's last: a run of its own after a full one (DR-04.after_a_full_run).
-        if self.tour_rows(0, first_run) and self.index_pending(self.now) and self.tour_rows(first_run, first_run + 1):
+        scheduled = self.tour_rows(0, first_run)
+        if scheduled and self.index_pending(self.now) and self.tour_rows(first_run, first_run + 1):
             if self.index_pending(self.now + 1 + 2 * first_run) and first_run == INDEX_RUN:
                 reached("DR-04.after_a_full_run")
             # One more row than planned: the first is cancelled, and two full runs stay open.
             self.tour_rows(first_run + 1, count + self.expirable_at_a_run_end(first_run))
+        elif scheduled:  # a campaign without claimable: the rest of the rows all the same
+            self.tour_rows(first_run, count)
         self.tour_listings()
         self.expirable_across_the_first_run()
         self.probe_the_index()
@@ -784,10 +789,10 @@ class DuebookMachine(LockstepMachine):
         and expirable) so that their rows leave the indexes: the tour starts from an empty
         index, every key of it the tour's own, none at the instant the tour starts."""
         open_deferrals = self.oracle_state()["open"]
-        if not open_deferrals or self.excluded_ops & {"cancel", *LISTING_OPS}:
+        if not open_deferrals or self.excluded_ops & {OWNER_CANCEL, *LISTING_OPS}:
             return
         for deferral in open_deferrals:
-            if "ok" in self.call("cancel", {"id": deferral["id"], "caller": deferral["owner"]}, self.now):
+            if "ok" in self.call(OWNER_CANCEL, {"id": deferral["id"], "caller": deferral["owner"]}, self.now):
                 self.consumed.append(deferral["id"])
         claimable, expirable = LISTING_OPS
         self.call(claimable, {"limit": INT64_MAX}, max(d["due_at"] for d in open_deferrals))
@@ -822,10 +827,10 @@ class DuebookMachine(LockstepMachine):
         1 when it was cancelled, else 0."""
         open_deferrals = self.oracle_state()["open"]
         claimable, expirable = LISTING_OPS
-        if len(open_deferrals) != first_run + 1 or self.excluded_ops & {"cancel", claimable, expirable}:
+        if len(open_deferrals) != first_run + 1 or self.excluded_ops & {OWNER_CANCEL, claimable, expirable}:
             return 0
         first, after = open_deferrals[0], open_deferrals[-1]
-        if "error" in self.call("cancel", {"id": first["id"], "caller": first["owner"]}, self.now):
+        if "error" in self.call(OWNER_CANCEL, {"id": first["id"], "caller": first["owner"]}, self.now):
             return 0
         self.consumed.append(first["id"])
         self.call(expirable, {"limit": first_run - 1}, after["expires_at"])
