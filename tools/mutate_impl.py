@@ -424,6 +424,11 @@ _OVER_A_MILLION_OWED = ("tells only when one catch-up owes about 1,000,000 occur
                         "fires ~10^4 occurrences a second, and the harness's own guard "
                         "(refuse_long_catch_up) counts with occurrences_due too; tests/test_limits.py "
                         "covers the refusal")
+_IMPL_DEFAULT_RETRY = ("impl/'s own default, used only by a ScheduleServer made without retry_timeout "
+                       "(`duespec serve` with no --retry-timeout, the unit tests): ImplTarget.reset resolves a "
+                       "config without retry_timeout through config_of, with duespec/systems/schedules.py's "
+                       "own DEFAULT_RETRY_TIMEOUT, and always passes it; tests/test_schedules_impl.py::"
+                       "test_promise_create_with_target_dispatches_a_task kills it (taskTimeouts at T0 + 5000)")
 #: Deferral.__eq__'s line, as the keys below name it.
 EQ_LINE = "return type(other) is Deferral and self._fields() == other._fields()  # type: ignore[attr-defined]"
 _PYTHON_EQUALITY = ("Deferral's == and != are Python API only: no JSON answer compares two Deferrals (the "
@@ -458,6 +463,36 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
         "the same wait as BUSY_TIMEOUT_MS (in seconds for sqlite3.connect), for a lock held by a "
         "foreign SQLite connection to the store file; `duespec check` drives one in-memory store "
         "that no other connection can open",
+    ("impl/schedules_sql.py", "__init__", "timeout=BUSY_TIMEOUT_MS / 1000)", "1000 -> 1001"):
+        "as `1000 -> 999`: the wait for a lock held by a foreign SQLite connection to the store "
+        "file; `duespec check` drives one in-memory store that no other connection can open",
+    ("impl/schedules_sql.py", "_own",
+     'raise StoreError(f"cannot open store {path!r}: {lock_path}: {error.strerror or error}") from None',
+     "Or -> And"):
+        "only the text of the StoreError when the lock file cannot be opened (str(error) instead of its "
+        "strerror): " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", 'owner = handle.read(32).strip() or "unknown"', "32 -> 33"):
+        "only StoreInUse's message, and only for a lock file holding more than 32 characters (_own "
+        "writes a pid and a newline): " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", 'owner = handle.read(32).strip() or "unknown"', "32 -> 31"):
+        "only StoreInUse's message, and only for a lock file holding more than 31 characters (_own "
+        "writes a pid and a newline): " + _FILE_STORE_ONLY,
+    ("impl/schedules.py", "", "DEFAULT_RETRY_TIMEOUT = 5000", "5000 -> 5001"): _IMPL_DEFAULT_RETRY,
+    ("impl/schedules.py", "", "DEFAULT_RETRY_TIMEOUT = 5000", "5000 -> 4999"): _IMPL_DEFAULT_RETRY,
+    ("impl/schedules.py", "", "MAX_CATCH_UP_OCCURRENCES = 1_000_000", "1000000 -> 1000001"):
+        _OVER_A_MILLION_OWED + "; test_the_bound_is_one_number_and_the_machine_stays_below_it kills it",
+    ("impl/schedules.py", "occurrences_due",
+     "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))", "1 -> 2 #1"):
+        "counts each occurrence twice, so _catch_up refuses a catch-up of more than 500,000 occurrences "
+        "over at least 1,000,000 unticked minutes (e.g. `*/2 * * * *` ticked 1,100,000 minutes after "
+        "its next run: 550,000 promises, or CatchUpTooLong): the campaign never owes more than "
+        "MAX_OWED_PER_JUMP (60) per clock move (outage_of_years owes a yearly schedule's 2), and the "
+        "harness's own guard (refuse_long_catch_up) counts with the mutated occurrences_due too; no "
+        "unit test covers it",
+    ("impl/schedules.py", "occurrences_due",
+     "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))", "1 -> 0 #1"):
+        "counts 0, so no catch-up is ever refused: " + _OVER_A_MILLION_OWED
+        + " (under this mutant its refusal tests never finish)",
 }
 
 _COMPACTION_TIMING = ("when a consume compacts: _compact rebuilds the window and both indexes from the "
@@ -467,6 +502,9 @@ _COMPACTION_TIMING = ("when a consume compacts: _compact rebuilds the window and
 _CHECKED_MORE_OFTEN = ("the count it compares is never smaller than the true count of consumes since the "
                        "rebuild (settled >= 1, open >= 0), so the listing takes the checked path (each "
                        "row's openness asked of the Book) whenever it did before, and more often: same rows")
+_DEAD_EARLY_RETURN = ("the early return is dead: _catch_up counts only when now - next_run_at spans at "
+                      "least 1,000,000 minutes, and refuse_long_catch_up keeps only schedules with "
+                      "next_run_at <= now, so no caller passes next_run_at > now")
 _STRICTER_FAST_GUARD = ("the guard only chooses the fast path: a valid value it now stops is checked again "
                         "by _time, which lets it pass")
 _ONE_ITEM_BOX = ("a far deferral sits in a one-item list, so index -1 names the same item as 0: "
@@ -721,6 +759,21 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("impl/schedules.py", "", "CATCH_UP_CHUNK = 16384", "16384 -> 16385"):
         "how many occurrences go to one set-wise insert: the chunks are inserted in order, so "
         "the same promises are created in the same order whatever the size",
+    ("impl/schedules.py", "", "CATCH_UP_CHUNK = 16384", "16384 -> 16383"):
+        "as `16384 -> 16385`: the chunks are inserted in order, so the same promises are created "
+        "in the same order whatever the size",
+    ("impl/schedules.py", "occurrences_due", "return 0", "0 -> 1"): _DEAD_EARLY_RETURN,
+    ("impl/schedules.py", "occurrences_due", "return 0", "0 -> -1"): _DEAD_EARLY_RETURN,
+    ("impl/schedules_tasks.py", "task_get", "if t is None or p is None:", "Or -> And"):
+        "p is None only when t is: a task is only ever created with its promise (same id, same "
+        "transaction) and no handler deletes a promise or a task, so `or` and `and` agree",
+    ("impl/schedules_tasks.py", "_on_task_timeout",
+     'if t is None or t.state != ("pending" if kind == RETRY else "acquired"):', "Or -> And"):
+        "the guard never holds: a task timeout is armed only for an existing task, RETRY when it is "
+        "made pending and LEASE when acquired (both after deleting the old one), and every move "
+        "out of those states (settle, settle_timed_out, suspend, halt, acquire) deletes it; no "
+        "task is ever deleted. So t is never None (the mutant's t.state is never read on None) "
+        "and the state always matches the kind: both versions go on to _make_pending",
     ("impl/cron.py", "__init__", "months_ahead, ahead = [0] * 12, 12", "12 -> 13 #1"):
         "as `12 -> 11 #1`: the loop's first year only warms `ahead` up, and the second "
         "overwrites all 12 entries with values that do not depend on the initial one",
