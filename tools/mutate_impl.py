@@ -521,6 +521,11 @@ _MONTH_ESTIMATE = ("the estimate of a day's month index, which the next lines co
                    "checked for every day from 1970-01-01 to 9999-12-31, the changed formula is never more "
                    "than one month off (nor negative), so the corrected month, and every answer, is the same")
 
+#: _field_mask's line ending the step refusal's message, as the keys below name it.
+STEP_LINE = 'f"1-{field.high - field.low + 1}")'
+_STEP_MESSAGE = ("only the range quoted in the message of a refused step changes, not the test above it: "
+                 "the same CronError, the same 400; the message is prose")
+
 #: Survivors judged equivalent (docs/mutation.md gives each reason in full), keyed by
 #: (file, the enclosing def or class, the mutated line's text, the mutation): stable while
 #: the line itself is, whatever moves around it.
@@ -941,6 +946,37 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "2 -> 1"):
         "only the message quotes another field (words has 5 entries): the same CronError, the same "
         "400; the message is prose",
+    # judge4: more cron survivors judged equivalent (not: #354, a step of 1 refused, e.g.
+    # `*/1 * * * *` from FIELD_EDGES; #447 and #448, the never-fires test reading the largest
+    # listed day, e.g. `0 0 * 2 *` refused; `--run` kills all three at ced5b4a).
+    ("impl/cron.py", "__init__", "for month in range(23, -1, -1):  # two years, so that December looks into January",
+     "1 -> 2 #1"):
+        "one more step, month -1, rewrites months_ahead[11] with the months from December to the next "
+        "allowed month counted over months 0-23, the value month 11 wrote (every valid cron allows a "
+        "month within 12): checked equal for all 4,095 month masks",
+    ("impl/cron.py", "_month_tables", "lengths = (cycle_lengths * 21)[:(LAST_YEAR + 1 - 1970) * 12]",
+     "1970 -> 1969"):
+        "tables 12 more months (year 10000, still inside the 21 cycles): as `LAST_YEAR = 9999` "
+        "`9999 -> 10000`, only fires past MAX_TIME change, which next_run turns into NEVER, and "
+        "occurrences stop at a now <= MAX_TIME first",
+    ("impl/cron.py", "_month_tables", "lengths = (cycle_lengths * 21)[:(LAST_YEAR + 1 - 1970) * 12]",
+     "1 -> 2"):
+        "as `1970 -> 1969` on the same line: 12 more months (year 10000) are tabled, and only fires "
+        "past MAX_TIME change (next_run answers NEVER for both)",
+    ("impl/cron.py", "_month_tables",
+     "for month, first, length in zip(range(4800), starts, cycle_lengths)]", "4800 -> 4801"):
+        "zip stops at its shortest input, cycle_lengths' 4,800 months, so the 4,801st index is never "
+        "paired: the same kinds",
+    ("impl/cron.py", "_compile", 'f"{words[3]!r}, so the cron never fires")', "3 -> 4"):
+        "only the message quotes another field (words has 5 entries): the same CronError, the same "
+        "400; the message is prose",
+    ("impl/cron.py", "_compile", 'f"{words[3]!r}, so the cron never fires")', "3 -> 2"):
+        "only the message quotes another field (words has 5 entries): the same CronError, the same "
+        "400; the message is prose",
+    ("impl/cron.py", "_field_mask", STEP_LINE, "Add -> Sub"): _STEP_MESSAGE,
+    ("impl/cron.py", "_field_mask", STEP_LINE, "Sub -> Add"): _STEP_MESSAGE,
+    ("impl/cron.py", "_field_mask", STEP_LINE, "1 -> 2"): _STEP_MESSAGE,
+    ("impl/cron.py", "_field_mask", STEP_LINE, "1 -> 0"): _STEP_MESSAGE,
     # Two lines of task_continue read `return {"status": 404}`, so these keys name both; the one
     # equivalent is the second (#158, #159: the task has no promise); the first (#154, #155: no
     # task) is killed by any task.continue of an absent id.
