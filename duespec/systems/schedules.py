@@ -741,7 +741,7 @@ class SchedulesMachine(LockstepMachine):
     @rule(op=st.sampled_from(("task.create", "task.create", "task.acquire", "task.acquire",
                               "task.heartbeat", "task.release", "task.halt", "task.continue", "task.get")),
           pick=st.integers(0, 30), other=st.integers(0, 30), off=st.sampled_from((0, 0, 0, -1, 1)),
-          pid=st.sampled_from(PIDS), ttl=st.sampled_from(TTLS), timeout=st.sampled_from((-1, MINUTE, DAY)),
+          pid=st.sampled_from(PIDS), ttl=st.sampled_from(TTLS), timeout=st.sampled_from((0, MINUTE, DAY)),
           tags=st.sampled_from(({}, TARGET, TARGET, {**TARGET, "resonate:timer": "true"})),
           stranger=st.booleans())
     def task_lifecycle(self, op: str, pick: int, other: int, off: int, pid: str, ttl: int, timeout: int,
