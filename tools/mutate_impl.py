@@ -424,6 +424,9 @@ _OVER_A_MILLION_OWED = ("tells only when one catch-up owes about 1,000,000 occur
                         "fires ~10^4 occurrences a second, and the harness's own guard "
                         "(refuse_long_catch_up) counts with occurrences_due too; tests/test_limits.py "
                         "covers the refusal")
+_CONSTRUCTOR_CHECK = ("ScheduleServer's own argument check: ImplTarget.reset builds the server only "
+                      "from config_of's answer, which has refused a bad profile or retry_timeout first "
+                      "(always a valid profile and an int in [1, MAX_TIME])")
 _IMPL_DEFAULT_RETRY = ("impl/'s own default, used only by a ScheduleServer made without retry_timeout "
                        "(`duespec serve` with no --retry-timeout, the unit tests): ImplTarget.reset resolves a "
                        "config without retry_timeout through config_of, with duespec/systems/schedules.py's "
@@ -493,6 +496,59 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
      "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))", "1 -> 0 #1"):
         "counts 0, so no catch-up is ever refused: " + _OVER_A_MILLION_OWED
         + " (under this mutant its refusal tests never finish)",
+    # judge6: impl/schedules.py survivors of `check schedules --profile all`.
+    ("impl/schedules.py", "__init__", "if profile is not None and profile not in PROFILES:", "IsNot -> Is"):
+        _CONSTRUCTOR_CHECK + "; tests/test_schedules_impl.py::test_bad_config_is_refused kills it (profile 'fast')",
+    ("impl/schedules.py", "__init__", "if retry_timeout is not None and (type(retry_timeout) is not int",
+     "IsNot -> Is #1"):
+        "refuses retry_timeout=None (ScheduleServer() with no retry_timeout) and accepts any other value: "
+        + _CONSTRUCTOR_CHECK + "; tests/test_schedules_impl.py::test_bad_config_is_refused kills it "
+        "(retry_timeout=-1 accepted)",
+    ("impl/schedules.py", "__init__", "if retry_timeout is not None and (type(retry_timeout) is not int",
+     "Or -> And"):
+        "accepts an int out of range (0, -1, past MAX_TIME) and a non-int inside it (1.5): "
+        + _CONSTRUCTOR_CHECK + "; tests/test_schedules_impl.py::test_bad_config_is_refused kills it",
+    ("impl/schedules.py", "__init__", "or not 1 <= retry_timeout <= MAX_TIME):", "1 -> 0"):
+        "accepts retry_timeout=0: " + _CONSTRUCTOR_CHECK + "; no unit test covers it "
+        "(test_bad_config_is_refused tries -1, which both refuse)",
+    ("impl/schedules.py", "_config", "elif wanted is not None and str(wanted) != stored:", "And -> Or"):
+        "the elif runs only when the store already holds the key, i.e. a store file reopened (a "
+        "':memory:' store is new at every ImplTarget.reset); the mutant refuses a reopen that names no "
+        "config: " + _FILE_STORE_ONLY + "; tests/test_schedules_impl.py::"
+        "test_a_file_store_reopened_has_the_same_state_and_config kills it",
+    ("impl/schedules.py", "_config", "elif wanted is not None and str(wanted) != stored:", "IsNot -> Is"):
+        "as `And -> Or` on this line (refuses a reopen that names no config, accepts a different one): "
+        + _FILE_STORE_ONLY + "; test_a_file_store_reopened_has_the_same_state_and_config kills it",
+    ("impl/schedules.py", "_config", "elif wanted is not None and str(wanted) != stored:", "NotEq -> Eq"):
+        "refuses a reopen that names the stored config and accepts a different one: " + _FILE_STORE_ONLY
+        + "; test_a_file_store_reopened_has_the_same_state_and_config kills it",
+    ("impl/schedules.py", "_catch_up", "if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES",
+     "GtE -> Gt"):
+        "skips the refusal when the outage is exactly 1,000,000 whole minutes: `* * * * *` ticked "
+        "60,000,000,000 ms after its nextRunAt owes 1,000,001 occurrences, which the original refuses "
+        "and the mutant fires; " + _OVER_A_MILLION_OWED + "; no unit test covers that edge",
+    ("impl/schedules.py", "_catch_up", "if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES",
+     "GtE -> LtE"):
+        "refuses only at exactly 1,000,000 unticked minutes, never beyond: " + _OVER_A_MILLION_OWED
+        + "; tests/test_limits.py::test_a_catch_up_past_the_bound_is_refused_and_changes_nothing kills it "
+        "(a minutely schedule ticked in year 9999)",
+    ("impl/schedules.py", "_catch_up", "and occurrences_due(s.cron, s.next_run_at, now, MAX_CATCH_UP_OCCURRENCES)",
+     "Gt -> GtE"):
+        "also refuses a catch-up of exactly 1,000,000 occurrences over at least 1,000,000 minutes "
+        "(e.g. `0-58 * * * *`): " + _OVER_A_MILLION_OWED + "; no unit test covers that edge",
+    ("impl/schedules.py", "_catch_up", "if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES",
+     "60000 -> 60001"):
+        "the pre-check undercounts minutes, so outages of 1,000,000 to ~1,000,017 minutes skip the "
+        "refusal (`* * * * *` 1,000,000 minutes late fires 1,000,001 occurrences): "
+        + _OVER_A_MILLION_OWED + "; no unit test covers that edge",
+    ("impl/schedules.py", "occurrences_due",
+     "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))", "Add -> Sub"):
+        "counts at most limit - 1, so no catch-up is ever refused: " + _OVER_A_MILLION_OWED
+        + "; test_a_catch_up_past_the_bound_is_refused_and_changes_nothing kills it (never finishes)",
+    ("impl/schedules.py", "occurrences_due",
+     "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))", "1 -> 0 #2"):
+        "counts at most `limit`, so no catch-up is ever refused: " + _OVER_A_MILLION_OWED
+        + "; test_a_catch_up_past_the_bound_is_refused_and_changes_nothing kills it (never finishes)",
 }
 
 _COMPACTION_TIMING = ("when a consume compacts: _compact rebuilds the window and both indexes from the "
@@ -1051,6 +1107,22 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "2 -> 3"): _LAYOUT_ONLY,
     ("impl/duebook.py", "_place", "while cut < count and end - rows[cut].id > 2 * (count - cut) + _COMPACT_FLOOR:",
      "Sub -> Add #2"): _LAYOUT_ONLY,
+    # judge6: impl/schedules.py survivors of `check schedules --profile all`.
+    ("impl/schedules.py", "_catch_up", "if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES",
+     "Sub -> Add"):
+        "a fast pre-check that only skips counting: more than MAX_CATCH_UP_OCCURRENCES occurrences need "
+        "now - next_run_at >= MAX * 60,000 ms, so now + next_run_at (next_run_at >= 0) is at least as "
+        "large and the mutated clause holds too; the mutant counts more often, same refusals",
+    ("impl/schedules.py", "_catch_up", "if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES",
+     "60000 -> 59999"):
+        "a fast pre-check that only skips counting: dividing by 59,999 gives at least as many "
+        "'minutes', so whenever more than MAX occurrences are owed (>= MAX * 60,000 ms) the mutated "
+        "clause holds too; the mutant counts more often, same refusals",
+    ("impl/schedules.py", "schedule_search",
+     "found = self.store.search_schedules(req.tags, req.cursor, req.limit + 1)", "1 -> 2"):
+        "fetching limit + 2 rows instead of limit + 1: the page is found[:limit] (the same first rows, "
+        "by id) and `more` is len(found) > limit, which the (limit + 1)st row already decides; limit "
+        "is at most SEARCH_MAX_LIMIT, so no overflow",
 }
 
 
