@@ -96,7 +96,8 @@ def _replay(oracle_factory: TargetFactory, target_factory: TargetFactory, config
                 found = _classified(masks, RESPONSE, op, requirements, comparable(expected), comparable(actual))
                 if found is not None:
                     return steps, Divergence(step, RESPONSE, comparable(expected), comparable(actual), found,
-                                             (expected.get("message"), actual.get("message")))
+                                             (expected.get("message"), actual.get("message")),
+                                             getattr(target, "last_exchange", None))
                 masked_response_at = index
             if every_state or index == last:
                 want, got = oracle.observe(), target.observe()
@@ -104,7 +105,9 @@ def _replay(oracle_factory: TargetFactory, target_factory: TargetFactory, config
                     found = _classified(masks, STATE, op, requirements, want, got)
                     if found is None or masked_response_at == index:
                         return None  # a masked state difference ends a campaign's run
-                    return steps, Divergence(step, STATE, want, got, found)
+                    # The exchange that showed it (a program over the wire): as the campaign prints it.
+                    return steps, Divergence(step, STATE, want, got, found, (None, None),
+                                             getattr(target, "last_exchange", None))
     except Exception:  # a target that raises on the way is another failure: not this one
         return None
     finally:
