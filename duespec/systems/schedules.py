@@ -154,6 +154,8 @@ SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_sche
                     "outage_of_years")
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
+#: What a run starts with (`some_work_to_start_with`).
+STARTING_WORK = ("none", "promise", "task", "both")
 #: The id `sends_each_edge_of_one_field` creates and deletes its accepted crons under.
 EDGE_ID = "edge"
 #: Near misses of the ids above and of each other: a store that folds case, trims,
@@ -447,7 +449,7 @@ class SchedulesMachine(LockstepMachine):
         self.now = to
 
     @initialize(start=st.sampled_from(STARTS), retry_timeout=st.sampled_from(RETRY_TIMEOUTS),
-                work=st.sampled_from(("none", "promise", "task", "both")), ttl=st.sampled_from(TTLS))
+                work=st.sampled_from(STARTING_WORK), ttl=st.sampled_from(TTLS))
     def start_run(self, start: int, retry_timeout: int | None, work: str, ttl: int) -> None:
         """This run's config (its retry_timeout, or none: the default), where its clock
         starts, then the work it starts with: one initialize rule, so that the reset a new
@@ -455,7 +457,7 @@ class SchedulesMachine(LockstepMachine):
         self.start_clock(start, retry_timeout)
         fields = tuple(FIELD_EDGES)
         pick = (STARTS.index(start) + 2 * RETRY_TIMEOUTS.index(retry_timeout)
-                + 3 * ("none", "promise", "task", "both").index(work) + 5 * TTLS.index(ttl))
+                + 3 * STARTING_WORK.index(work) + 5 * TTLS.index(ttl))
         self.sends_each_edge_of_one_field(fields[pick % len(fields)])
         self.some_work_to_start_with(work, ttl)
 
