@@ -166,3 +166,20 @@ def test_every_requirement_is_required_or_has_a_reason_in_every_profile(profile:
         assert requirement_of(key) in ids and len(why) > 40, key
     for tag in SYSTEM.excused_tags_in(profile):
         assert tag in SYSTEM.required_tags and tag not in SYSTEM.required_in(profile), tag
+
+
+def test_each_field_edge_is_refused_or_accepted_as_its_list_says() -> None:
+    """SR-05 promises a 400 for every rejected form and a schedule for every accepted one:
+    the dialect (spec/cron_dialect.py) and the implementation's parser agree with the lists."""
+    from duespec.impl.cron import CronError, compile_cron
+    from duespec.spec import cron_dialect
+    from duespec.systems.schedules import FIELD_EDGES
+    for field, (rejected, accepted) in FIELD_EDGES.items():
+        for cron in rejected:
+            with pytest.raises(ValueError):
+                cron_dialect.parse(cron)
+            with pytest.raises(CronError):
+                compile_cron(cron)
+        for cron in accepted:
+            cron_dialect.parse(cron)
+            compile_cron(cron)
