@@ -274,6 +274,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--system", choices=sorted(set(FILES.values())),
                         help="only this system's files (the sample is drawn over every file first, "
                              "so the runs for each system together make up the whole sample)")
+    parser.add_argument("--file", choices=list(FILES), help="only this file's mutants (e.g. to finish a cut run)")
     args = parser.parse_args(argv)
     everything = [m for file in FILES for m in mutants_of(file)]
     if args.list:
@@ -299,6 +300,8 @@ def main(argv: list[str]) -> int:
         chosen = stratified_sample(everything, args.sample, args.seed) if args.sample else everything
     if args.system:
         chosen = [m for m in chosen if FILES[m.file] == args.system]
+    if args.file:
+        chosen = [m for m in chosen if m.file == args.file]
     if args.reverse:
         chosen.reverse()
     chosen = chosen[args.skip:]
