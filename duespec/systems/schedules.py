@@ -154,6 +154,8 @@ SCHEDULE_STORIES = ("timeout_for_no_schedule", "get_a_schedule", "a_page_of_sche
                     "outage_of_years")
 
 SCHEDULE_IDS = ("nightly", "poll", "report")
+#: Schedules the deployed profile's page story fills to: past the default page of 10.
+PAGE_FILL = 11
 #: What a run starts with (`some_work_to_start_with`).
 STARTING_WORK = ("none", "promise", "task", "both")
 #: The id `sends_each_edge_of_one_field` creates and deletes its accepted crons under.
@@ -234,7 +236,7 @@ INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None, 1.0, ["nightly"], {"id": "ni
 PROMISE_IDS = ("p1", "p2", "nightly.1")
 #: Each run draws its config: retry_timeout from these (None: the key is left out, so the
 #: default of 5000 applies), the profile is the campaign's.
-RETRY_TIMEOUTS = (DEFAULT_RETRY_TIMEOUT, None, 1, MINUTE, DAY)
+RETRY_TIMEOUTS = (DEFAULT_RETRY_TIMEOUT, None, 1, MINUTE, MAX_TIME)
 #: Instants sent with a malformed request (None: the clock's own, valid).
 ODD_NOWS = (None, -1, MAX_TIME + 1, 1.5, True, "now as float", "now as string", "null")
 
@@ -653,13 +655,8 @@ class SchedulesMachine(LockstepMachine):
         elif story == "get_a_schedule":
             ids = [s["id"] for s in self.schedules()] or list(SCHEDULE_IDS)
             self.act("schedule.get", {"id": ids[pick % len(ids)]})
-        elif story == "a_page_of_schedules":  # one of two or more (yearly, `?` for any weekday)
-            taken = {s["id"] for s in self.schedules()}
-            for id in [id for id in SCHEDULE_IDS if id not in taken][:max(0, 2 - len(taken))]:
-                self.act("schedule.create", {"id": id, "cron": "0 0 1 1 ?", "promiseId": TEMPLATES[0],
-                                             "promiseTimeout": MINUTE, "promiseParam": PARAMS[0],
-                                             "promiseTags": TARGET})
-            self.act("schedule.search", {"limit": 1})
+        elif story == "a_page_of_schedules":
+            self.pages_of_schedules()
         elif story == "outage_of_years":
             # in a run with no schedule yet, a yearly one is left unticked for more minutes than
             # one catch-up may fire occurrences (MAX_CATCH_UP_OCCURRENCES), yet owes only two.
@@ -689,18 +686,56 @@ class SchedulesMachine(LockstepMachine):
                 self.move_clock(mine[0]["nextRunAt"])
                 self.act("tick", {})
 
+    def pages_of_schedules(self) -> None:
+        """Pages of schedules (yearly, `?` for any weekday): one of two or more, with a limit
+        of 1. The deployed profile answers searches, so there the book is filled past a
+        default page (DEP-04): a search with no limit returns 10 and a cursor, one with a
+        limit of 2 a full page with more after it, and its cursor the rest."""
+        create = {"cron": "0 0 1 1 ?", "promiseId": TEMPLATES[0], "promiseTimeout": MINUTE,
+                  "promiseParam": PARAMS[0], "promiseTags": TARGET}
+        wanted = PAGE_FILL if self.profile == "deployed" else 2
+        taken = {s["id"] for s in self.schedules()}
+        ids = [id for id in SCHEDULE_IDS + tuple(f"page{n}" for n in range(PAGE_FILL)) if id not in taken]
+        for id in ids[:max(0, wanted - len(taken))]:
+            self.act("schedule.create", {"id": id, **create})
+        self.act("schedule.search", {"limit": 1})
+        if self.profile == "deployed":
+            self.act("schedule.search", {})
+            cursor = self.act("schedule.search", {"limit": 2}).get("cursor")
+            if isinstance(cursor, str):
+                self.act("schedule.search", {"limit": 2, "cursor": cursor})
+
     @rule(pick=st.integers(0, 9))
     def settle_overdue(self, pick: int) -> None:
-        """A settle of a promise still pending a moment past its timeout (read as timed out);
-        half of them have a task, read first (projected as fulfilled, T-01): no timeout has
-        fired, so the stored task is still pending."""
+        """A settle of a promise still pending a moment past its timeout (read as timed out),
+        then a listener on it (already settled, P-05); half of them have a task, read first (projected as fulfilled, T-01): no timeout has
+        fired, so the stored task is still pending. Those with a task also meet, exactly at
+        the timeout's instant, a task held by a worker whose promise times out then too
+        (its heartbeat renews nothing, T-05) and a promise live a minute on: a callback
+        between either of those and a promise at its timeoutAt is not kept (P-04)."""
         id, with_task = f"{AWAITED_ID}.overdue.{pick}", pick % 2 == 1
+        held, live = f"{id}.held", f"{id}.live"
         self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0],
                                     "tags": TARGET if with_task else {}})
+        if with_task:
+            self.act("task.create", {"pid": PIDS[0], "ttl": MINUTE, "action": {
+                "id": held, "timeoutAt": self.now + 1, "param": PARAMS[0], "tags": TARGET}})
+            self.act("promise.create", {"id": live, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
+                                        "tags": TARGET})
+            self.act("promise.register_callback", {"awaited": live, "awaiter": live})
         self.move_clock(self.now + 1)
         if with_task:
+            version = next((t["version"] for t in self.tasks() if t["id"] == held), 1)
+            self.act("task.heartbeat", {"pid": PIDS[0], "tasks": [{"id": held, "version": version}]})
+            self.act("promise.register_callback", {"awaited": id, "awaiter": live})
+            self.act("promise.register_callback", {"awaited": live, "awaiter": held})
+            # what these change shows only in the state: compare it before the settle below
+            self.invariants_hold()
             self.act("task.get", {"id": id})
         self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[1]})
+        self.act("promise.register_listener", {"awaited": id, "address": "poll://a"})
+        if with_task:  # its own callback resumes a task its settle has just fulfilled (R-00)
+            self.act("promise.settle", {"id": live, "state": "resolved", "value": PARAMS[1]})
 
     # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
     # state machine. Targets are drawn from the oracle's state most of the time (the
