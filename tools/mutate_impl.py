@@ -420,6 +420,11 @@ def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
 #: Survivors that are not equivalent but that `duespec check` cannot tell apart: code it
 #: never runs, or a regime its bounds keep it out of. Same keys as EQUIVALENT; counted as
 #: survivors, and reported apart.
+_NO_SLOTS = ("slots only drops each instance's __dict__ (memory) and refuses new attribute names: "
+             "nothing in impl/ sets an attribute a record does not declare, and none is pickled, "
+             "copied by its __dict__ or introspected")
+_MAX_TIME_NO_FIRE = ("cron fires on whole minutes and MAX_TIME (253,402,300,799,999) is 1 ms before one, so "
+                     "no next occurrence equals MAX_TIME and `>`/`>=` (`<=`/`<`) against it agree")
 _FILE_STORE_ONLY = ("only a file-backed store runs it (ScheduleServer(path)); `duespec check` "
                     "drives the in-memory store; tests/store_crash.py and the store tests cover it")
 _OVER_A_MILLION_OWED = ("tells only when one catch-up owes about 1,000,000 occurrences; the campaign "
@@ -552,6 +557,41 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
      "return sum(1 for _ in islice(chain((next_run_at,), later), limit + 1))", "1 -> 0 #2"):
         "counts at most `limit`, so no catch-up is ever refused: " + _OVER_A_MILLION_OWED
         + "; test_a_catch_up_past_the_bound_is_refused_and_changes_nothing kills it (never finishes)",
+    # fifth round: the rest of impl/schedules_sql.py's survivors (the file store's own paths)
+    ("impl/schedules_sql.py", "", "BUSY_TIMEOUT_MS = 5000", "5000 -> 5001"):
+        "how long a statement waits for a lock held by a foreign SQLite connection to the store "
+        "file; `duespec check` drives one in-memory store that no other connection can open",
+    **{("impl/schedules_sql.py", "", "CACHE_KIB = 256 * 1024", change): "the page cache size of a "
+       "file-backed store (PRAGMA cache_size runs only for a file): a speed setting, no answer "
+       "depends on it; " + _FILE_STORE_ONLY
+       for change in ("256 -> 257", "256 -> 255", "1024 -> 1025", "1024 -> 1023")},
+    ("impl/schedules_sql.py", "_own", 'lock_path = path + ".lock"', "Add -> Sub"):
+        "raises TypeError when a file store opens: " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", "deadline = time.monotonic() + wait", "Add -> Sub"):
+        "gives up at once on a lock another process holds, even when asked to wait: only a second "
+        "process opening the same store file reaches it; " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", "while True:", "True -> False"):
+        "takes no lock at all, so a second process can open the same store file: " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", "if time.monotonic() >= deadline:", "GtE -> Gt"):
+        "when the wait for another process's lock ends, to one clock tick: " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", "if time.monotonic() >= deadline:", "GtE -> LtE"):
+        "gives up while the wait has not ended, and waits forever once it has: only a second "
+        "process opening the same store file reaches it; " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "_own", 'owner = handle.read(32).strip() or "unknown"', "Or -> And"):
+        "only StoreInUse's message (the owner's pid): " + _FILE_STORE_ONLY,
+    # the same line twice in __init__ (the lock, then the pragmas), so one key names both mutants
+    ("impl/schedules_sql.py", "__init__", 'if path != ":memory:":', "NotEq -> Eq"):
+        "the first locks a file named ':memory:.lock' for an in-memory store (no answer changes) "
+        "and leaves a file store unlocked, which only a second process opening it shows; the "
+        "second moves the WAL, synchronous and cache pragmas from a file store (durability, speed) "
+        "to the in-memory one, where SQLite ignores WAL and sync: " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "get_config", "return None if row is None else row[0]", "0 -> 1"):
+        "raises IndexError when a stored config key is read, which only a reopened store file holds "
+        "(a ':memory:' store is new at every ImplTarget.reset): " + _FILE_STORE_ONLY,
+    ("impl/schedules_sql.py", "__init__",
+     "self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,", "False -> True"):
+        "refuses a statement from a thread other than the one that opened the store: `duespec "
+        "serve`'s HTTP handler threads; `duespec check` calls the store from the thread that made it",
 }
 
 _COMPACTION_TIMING = ("when a consume compacts: _compact rebuilds the window and both indexes from the "
@@ -1126,6 +1166,21 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "fetching limit + 2 rows instead of limit + 1: the page is found[:limit] (the same first rows, "
         "by id) and `more` is len(found) > limit, which the (limit + 1)st row already decides; limit "
         "is at most SEARCH_MAX_LIMIT, so no overflow",
+    # fifth round: impl/schedules_records.py's and impl/schedules_sql.py's survivors
+    ("impl/schedules_records.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #2"):
+        _NO_SLOTS,
+    ("impl/schedules_sql.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #2"): _NO_SLOTS,
+    ("impl/schedules_sql.py", "", "@dataclass(frozen=True, slots=True)", "True -> False #1"):
+        "PromiseShape frozen only forbids assigning a field and gives a hash: nothing assigns to "
+        "one or hashes one",
+    ("impl/schedules_sql.py", "due_schedule_timeouts", "return [row[0] for row in self.db.execute(",
+     "0 -> -1"): "the query selects one column (SELECT id), so row[-1] is row[0]",
+    ("impl/schedules_sql.py", "due_promise_timeouts", "return [row[0] for row in self.db.execute(",
+     "0 -> -1"): "the query selects one column (SELECT id), so row[-1] is row[0]",
+    ("impl/schedules_records.py", "parse_schedule_create", "if next_run(compiled, now) > MAX_TIME:",
+     "Gt -> GtE"): _MAX_TIME_NO_FIRE,
+    ("impl/schedules_records.py", "next_run", "return following if following <= MAX_TIME else NEVER",
+     "LtE -> Lt"): _MAX_TIME_NO_FIRE,
 }
 
 
