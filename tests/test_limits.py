@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -268,6 +270,37 @@ def test_a_deadline_inside_another_keeps_the_outer_one() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+ALARM_IN_A_DESTRUCTOR = """
+import time
+from duespec.targets.resolve import guarded
+from duespec.targets.interface import TargetError
+
+class SlowToDie:
+    def __del__(self):  # the first alarm lands in here, where Python ignores what it raises
+        time.sleep(0.5)
+
+def endless():
+    SlowToDie()
+    while True:
+        pass
+
+try:
+    guarded("step tick", endless, 0.3)
+except TargetError as error:
+    print("caught:", error)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+def test_a_deadline_swallowed_by_a_destructor_fires_again() -> None:
+    """#91 of the schedules mutation run: an endless tick that allocates had its one alarm
+    raised inside a gc callback, which Python ignores, and `duespec check` ran on forever."""
+    done = subprocess.run([sys.executable, "-c", ALARM_IN_A_DESTRUCTOR], capture_output=True, text=True,
+                          timeout=30)
+    assert "Exception ignored" in done.stderr  # the first alarm was swallowed ...
+    assert done.stdout.strip() == "caught: step tick did not return within 0.3s (--timeout)"  # ... not the next
 
 
 def test_an_internal_error_is_one_paragraph_and_debug_shows_the_traceback(

@@ -121,9 +121,12 @@ class deadline:
     and keeps an outer deadline (SIGALRM timer) running. A class rather than a generator:
     it brackets every call into a target and the model, so it must cost microseconds.
 
-    SIGALRM, so only in the main thread of a POSIX process; elsewhere it does nothing."""
+    SIGALRM, so only in the main thread of a POSIX process; elsewhere it does nothing.
+    Once due, the alarm repeats every OVERDUE_REPEAT seconds: Python ignores an exception
+    raised inside a `__del__` or a gc callback, so a target that allocates as it loops
+    could swallow a single alarm and run on forever."""
 
-    __slots__ = ("seconds", "what", "previous", "outer", "started")
+    __slots__ = ("seconds", "what", "previous", "outer", "outer_repeat", "started")
 
     def __init__(self, seconds: float | None, what: str) -> None:
         self.seconds, self.what = seconds, what
@@ -133,11 +136,12 @@ class deadline:
     def __enter__(self) -> None:
         if not self.seconds:
             return
-        self.outer = signal.getitimer(signal.ITIMER_REAL)[0]
+        self.outer, self.outer_repeat = signal.getitimer(signal.ITIMER_REAL)
         if self.outer:
             self.started = time.monotonic()
         self.previous = _set_handler(signal.SIGALRM, _raise_overdue)
-        signal.setitimer(signal.ITIMER_REAL, min(self.seconds, self.outer) if self.outer else self.seconds)
+        signal.setitimer(signal.ITIMER_REAL, min(self.seconds, self.outer) if self.outer else self.seconds,
+                         OVERDUE_REPEAT)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
         if not self.seconds:
@@ -146,13 +150,16 @@ class deadline:
         _set_handler(signal.SIGALRM, self.previous)
         outer_fired = bool(self.outer) and self.outer <= self.seconds and kind is _Overdue
         if self.outer and not outer_fired:
-            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 1e-3))
+            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 1e-3),
+                             self.outer_repeat)
         if kind is _Overdue:
             if outer_fired and callable(self.previous):
                 self.previous(signal.SIGALRM, None)  # it was the outer deadline's turn: its handler
             raise TargetError(f"{self.what} did not return within {self.seconds:g}s (--timeout)") from None
 
 
+#: Seconds between repeats of a deadline's alarm once it is due (see `deadline`).
+OVERDUE_REPEAT = 0.2
 _HAS_TIMER = hasattr(signal, "setitimer")
 _MAIN_THREAD = threading.main_thread()
 try:  # CPython's C function: signal.signal adds ~5 us of enum conversion per call
