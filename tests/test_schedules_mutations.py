@@ -8,6 +8,7 @@ promise.create, which the campaign first shows to be a correct stand-in."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -15,11 +16,12 @@ import pytest
 
 from duespec.campaigns.run import run_campaign
 from duespec.impl.cron import compile_cron
+from duespec.impl import schedules_sql
 from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import (
     TARGET_TAG, Promise, PromiseCreate, Schedule, execute_message, expand, next_run,
 )
-from duespec.systems.schedules import SYSTEM, ImplTarget
+from duespec.systems.schedules import RESTART_EVERY, SYSTEM, ImplTarget
 from duespec.targets.resolve import WatchedFactory
 
 #: A counterexample longer than this is not one a person can read at a glance.
@@ -245,3 +247,33 @@ def test_a_bug_that_hangs_tick_is_caught_and_cannot_hang_the_campaign() -> None:
     print(f"\nReArmedAtFiredTick: {result.failure_kind}, {len(result.counterexample)} steps")
     assert result.failure.startswith(("Divergence", "AssertionError", "TargetError")), result.failure
     assert 0 < len(result.counterexample) <= SHORT, result.failure
+
+
+class ForgetsSchedulesOnReopen(ScheduleServer):
+    """A restarted server that loses its schedules (say, a table created anew on open)."""
+
+    def __init__(self, path: str = ":memory:", **config: Any) -> None:
+        reopened = path != ":memory:" and os.path.exists(path)
+        super().__init__(path, **config)
+        if reopened:
+            with self.store.transaction():
+                for (schedule_id,) in self.store.db.execute("SELECT id FROM schedules").fetchall():
+                    self.store.del_schedule(schedule_id)
+
+
+def test_a_server_that_forgets_its_schedules_on_reopen_is_caught() -> None:
+    """The server profile's store file is reopened every RESTART_EVERY steps (ImplTarget):
+    what a restart loses shows as a divergence at the next step that reads it."""
+    result = run_campaign(SYSTEM, lambda: ImplTarget(ForgetsSchedulesOnReopen), profile="server",
+                          step_count=STEPS)
+    assert not result.ok, f"survived {result.examples} runs"
+    assert result.failure.startswith(("Divergence", "AssertionError")), result.failure
+    assert len(result.counterexample) >= RESTART_EVERY  # the failing step comes after a restart
+
+
+def test_a_store_file_two_servers_can_open_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before each reopen a second server must be refused the open file (StoreInUse)."""
+    monkeypatch.setattr(schedules_sql, "_own", lambda path, wait: open(os.devnull, encoding="utf-8"))
+    result = run_campaign(SYSTEM, SYSTEM.impl, profile="server", step_count=STEPS)
+    assert not result.ok, f"survived {result.examples} runs"
+    assert "a second server opened the store file" in result.failure, result.failure

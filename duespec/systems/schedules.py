@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import os
+import shutil
+import tempfile
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from duespec.impl.schedules import ScheduleServer, occurrences_due
+from duespec.impl.schedules_sql import StoreInUse
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
 from duespec.campaigns.lockstep import LockstepMachine, state_diff
 from duespec.model import schedules as model
@@ -101,23 +105,64 @@ def refuse_long_catch_up(state: model.ServerState, op: str, args: Json, now: Jso
                                 f"schedule occurrences (the limit on one step's catch-up)")
 
 
+#: How often the `server` profile's store file is reopened, in steps (see ImplTarget).
+RESTART_EVERY = 16
+#: Where those store files live: in memory where the machine has a tmpfs (a file store
+#: syncs every commit to disk), else the system's temporary directory.
+STORE_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
 class ImplTarget:
-    """duespec.impl.schedules (SQLite, in memory) behind the JSON contract.
+    """duespec.impl.schedules behind the JSON contract.
+
+    The lean and deployed profiles run on an in-memory store. The server profile, the one
+    that reads like a running server, runs on a store file that is reopened every
+    RESTART_EVERY steps as a restarted server would reopen it: alternately naming its
+    config and naming none (the file keeps its own). Before each reopen a second server
+    must be refused the open file (StoreInUse, naming this process). The answers and the
+    state after a reopen are compared like any others.
 
     `server` may be a subclass of ScheduleServer: the mutation tests plant bugs that way."""
 
     def __init__(self, server: type[ScheduleServer] = ScheduleServer) -> None:
         self.server_class = server
         self.server: ScheduleServer | None = None
+        self.scratch: str | None = None
+        self.path, self.config, self.steps = ":memory:", model.Config(), 0
 
     def reset(self, config: dict[str, Json]) -> None:
         self.close()
-        checked = config_of(config)
-        self.server = self.server_class(profile=checked.profile, retry_timeout=checked.retry_timeout)
+        self.config, self.steps = config_of(config), 0
+        if self.config.profile == "server":
+            self.scratch = tempfile.mkdtemp(prefix="duespec-store-", dir=STORE_DIR)
+            self.path = os.path.join(self.scratch, "store.db")
+        self.server = self.open(named=True)
+
+    def open(self, *, named: bool) -> ScheduleServer:
+        if not named:
+            return self.server_class(self.path)
+        return self.server_class(self.path, profile=self.config.profile, retry_timeout=self.config.retry_timeout)
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         assert self.server is not None, "reset() first"
+        self.steps += 1
+        if self.scratch is not None and self.steps % RESTART_EVERY == 0:
+            self.restart(named=self.steps % (2 * RESTART_EVERY) == 0)
         return self.server.handle(op, args, now)
+
+    def restart(self, *, named: bool) -> None:
+        assert self.server is not None
+        try:
+            second = self.open(named=True)
+        except StoreInUse as refused:
+            if f"pid {os.getpid()}" not in str(refused):
+                raise AssertionError(f"StoreInUse does not name the owner (pid {os.getpid()}): {refused}") from None
+        else:
+            second.close()
+            raise AssertionError(f"a second server opened the store file {self.path} while it was open")
+        self.server.close()
+        self.server = None
+        self.server = self.open(named=named)
 
     def observe(self) -> dict[str, Json]:
         assert self.server is not None, "reset() first"
@@ -127,6 +172,9 @@ class ImplTarget:
         if self.server is not None:
             self.server.close()
             self.server = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch, self.path = None, ":memory:"
 
 
 # --- the values the machine draws: realistic most of the time, the edges and garbage some ---
