@@ -14,7 +14,9 @@ shows its class that way (as `duespec replay` compares it); a run whose class ne
 state compared only after a rule of many steps (a fill, a drain), as the campaign compared
 it, is minimised that way: every response, and the state after the last step. It is bounded: at most
 REPLAY_STEP_BUDGET_FACTOR times the shrunk run's length in replayed steps (at least
-MIN_REPLAY_STEPS) and MAX_SECONDS of wall clock, after which the best so far is kept.
+MIN_REPLAY_STEPS), MAX_SECONDS of this process's CPU and WALL_PER_CPU times that of wall
+clock, after which the best so far is kept. CPU, so that a loaded machine finds the same
+counterexample as a quiet one; the wall clock bounds a slow target in another process.
 
 Only `response` and `state` classes are minimised: a target that raised (or a program
 that hung) is slow and unreliable to replay, and its class is where it raised.
@@ -35,8 +37,11 @@ from duespec.targets.interface import Json, TargetFactory, comparable, responses
 REPLAY_STEP_BUDGET_FACTOR = 40
 #: ... but never fewer than this many (a short run gets its one-step-at-a-time pass).
 MIN_REPLAY_STEPS = 4_000
-#: Wall-clock bound of the whole pass.
+#: Bound of the whole pass in CPU seconds of this process ...
 MAX_SECONDS = 20.0
+#: ... and this many times as long by the wall clock (a target in another process spends
+#: none of our CPU).
+WALL_PER_CPU = 6
 #: A shrunk run up to this long is first replayed with the state compared after every
 #: step (as `duespec replay` does); longer ones compare every response and the state
 #: after their last step, as the campaign did after a rule that takes many steps.
@@ -54,10 +59,13 @@ class Minimised:
 
 class _Budget:
     def __init__(self, steps: int, seconds: float) -> None:
-        self.steps, self.deadline, self.replays, self.used = steps, time.monotonic() + seconds, 0, 0
+        self.steps, self.replays, self.used = steps, 0, 0
+        self.cpu_deadline = time.process_time() + seconds
+        self.deadline = time.monotonic() + seconds * WALL_PER_CPU
 
     def left(self) -> bool:
-        return self.used < self.steps and time.monotonic() < self.deadline
+        return (self.used < self.steps and time.process_time() < self.cpu_deadline
+                and time.monotonic() < self.deadline)
 
 
 def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
