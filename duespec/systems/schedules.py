@@ -756,11 +756,13 @@ class SchedulesMachine(LockstepMachine):
     @rule(pick=st.integers(0, 9))
     def settle_overdue(self, pick: int) -> None:
         """A settle of a promise still pending a moment past its timeout (read as timed out),
-        then a listener on it (already settled, P-05); half of them have a task, read first (projected as fulfilled, T-01): no timeout has
-        fired, so the stored task is still pending. Those with a task also meet, exactly at
-        the timeout's instant, a task held by a worker whose promise times out then too
-        (its heartbeat renews nothing, T-05) and a promise live a minute on: a callback
-        between either of those and a promise at its timeoutAt is not kept (P-04)."""
+        then a listener on it (already settled, P-05). Half of them have a task, read first
+        (projected as fulfilled, T-01): no timeout has fired, so the stored task is still
+        pending. Those also meet, exactly at the timeout's instant, a task held by a worker
+        whose promise times out then too (its heartbeat renews nothing, T-05) and a promise
+        live a minute on: a callback between either of those and a promise at its timeoutAt
+        is not kept (P-04). The live one awaits itself, so its settle resumes a task that
+        settle has just fulfilled (R-00)."""
         id, with_task = f"{AWAITED_ID}.overdue.{pick}", pick % 2 == 1
         held, live = f"{id}.held", f"{id}.live"
         self.act("promise.create", {"id": id, "timeoutAt": self.now + 1, "param": PARAMS[0],
@@ -782,7 +784,7 @@ class SchedulesMachine(LockstepMachine):
             self.act("task.get", {"id": id})
         self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[1]})
         self.act("promise.register_listener", {"awaited": id, "address": "poll://a"})
-        if with_task:  # its own callback resumes a task its settle has just fulfilled (R-00)
+        if with_task:
             self.act("promise.settle", {"id": live, "state": "resolved", "value": PARAMS[1]})
 
     # --- promises and tasks (P-03..P-06, T-01..T-11): settle, callbacks, listeners, the task
