@@ -21,6 +21,7 @@ from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import (
     TARGET_TAG, Promise, PromiseCreate, Schedule, execute_message, expand, next_run,
 )
+from duespec.systems import schedules as schedules_machine
 from duespec.systems.schedules import RESTART_EVERY, SYSTEM, ImplTarget
 from duespec.targets.resolve import WatchedFactory
 
@@ -277,3 +278,14 @@ def test_a_store_file_two_servers_can_open_is_caught(monkeypatch: pytest.MonkeyP
     result = run_campaign(SYSTEM, SYSTEM.impl, profile="server", step_count=STEPS)
     assert not result.ok, f"survived {result.examples} runs"
     assert "a second server opened the store file" in result.failure, result.failure
+
+
+def test_a_server_that_cannot_open_leaves_no_store_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    class CannotOpen(ScheduleServer):
+        def __init__(self, *args: Any, **config: Any) -> None:
+            raise OSError("planted: the disk is full")
+
+    monkeypatch.setattr(schedules_machine, "STORE_DIR", str(tmp_path))
+    with pytest.raises(OSError, match="planted"):
+        ImplTarget(CannotOpen).reset({"profile": "server"})
+    assert list(tmp_path.iterdir()) == []

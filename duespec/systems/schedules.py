@@ -136,7 +136,11 @@ class ImplTarget:
         if self.config.profile == "server":
             self.scratch = tempfile.mkdtemp(prefix="duespec-store-", dir=STORE_DIR)
             self.path = os.path.join(self.scratch, "store.db")
-        self.server = self.open(named=True)
+        try:
+            self.server = self.open(named=True)
+        except BaseException:  # a server that cannot open leaves no store file behind
+            self.close()
+            raise
 
     def open(self, *, named: bool) -> ScheduleServer:
         if not named:
