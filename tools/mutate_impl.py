@@ -458,9 +458,9 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
         "model's D-01.invalid); tests/test_duebook_impl.py::test_a_cap_below_one_or_not_an_int64_is_invalid "
         "kills it",
     ("impl/schedules_sql.py", "", "CACHE_KIB = 256 * 1024", "Mult -> FloorDiv"): _FILE_STORE_ONLY,
-    ("impl/schedules_sql.py", "", "BUSY_TIMEOUT_MS = 5000", "5000 -> 4999"):
-        "how long a statement waits for a lock held by a foreign SQLite connection to the store "
-        "file: " + _FILE_STORE_ONLY,
+    **{("impl/schedules_sql.py", "", "BUSY_TIMEOUT_MS = 5000", change): "how long a statement waits "
+       "for a lock held by a foreign SQLite connection to the store file: " + _FILE_STORE_ONLY
+       for change in ("5000 -> 4999", "5000 -> 5001")},
     ("impl/duebook_requests.py", "call", "known = CALLS.get(op) if type(op) is str or isinstance(op, str) else None",
      "Is -> IsNot"):
         "differs only for an unhashable op (a JSON array or object), which CALLS.get then raises on; "
@@ -539,9 +539,6 @@ OUT_OF_CHECK: dict[tuple[str, str, str, str], str] = {
         "counts at most `limit`, so no catch-up is ever refused: " + _OVER_A_MILLION_OWED
         + "; test_a_catch_up_past_the_bound_is_refused_and_changes_nothing kills it (never finishes)",
     # fifth round: the rest of impl/schedules_sql.py's survivors (the file store's own paths)
-    ("impl/schedules_sql.py", "", "BUSY_TIMEOUT_MS = 5000", "5000 -> 5001"):
-        "how long a statement waits for a lock held by a foreign SQLite connection to the store "
-        "file: " + _FILE_STORE_ONLY,
     **{("impl/schedules_sql.py", "", "CACHE_KIB = 256 * 1024", change): "the page cache size of a "
        "file-backed store (PRAGMA cache_size runs only for a file): a speed setting, no answer "
        "depends on it; " + _FILE_STORE_ONLY
