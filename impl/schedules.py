@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator, Literal
 
 from duespec.impl.cron import compile_cron
 from duespec.impl.schedules_records import (
-    EMPTY_VALUE, LINEAGE_TAGS, MAX_TIME, SCHEDULE_TAG, TARGET_TAG, InvalidRequest, Json, Promise,
+    EMPTY_VALUE, ID_PLACEHOLDER, LINEAGE_TAGS, MAX_TIME, SCHEDULE_TAG, TARGET_TAG, InvalidRequest, Json, Promise,
     PromiseCreate, Schedule, ScheduleCreate, SearchRequest, Task, check_args, check_time,
     check_unicode, execute_message, expand, next_run, parse_id, parse_promise_create,
     parse_promise_settle, parse_register_callback, parse_register_listener, parse_schedule_create,
@@ -204,7 +204,7 @@ class ScheduleServer(PromiseAndTaskHandlers):
     def _catch_up(self, s: Schedule, now: int) -> Schedule:
         """The Lean's catchUp loop: one promise.create per occurrence, oldest first.
 
-        Occurrences go to `create_promises` a chunk at a time, in chronological order;
+        Occurrences go to `create_occurrences` a chunk at a time, in chronological order;
         that keeps memory flat over a year of minutely ticks and is still the Lean's
         sequence of creates, since each only reads and writes its own id."""
         if s.next_run_at > now:
@@ -219,11 +219,11 @@ class ScheduleServer(PromiseAndTaskHandlers):
         cron = compile_cron(s.cron)
         shape = PromiseShape(s.promise_param, s.promise_tags, self.retry_timeout)
         anchored_at_tick = self.profile == "lean"
+        template = s.promise_id.replace(ID_PLACEHOLDER, s.id)  # the timestamp is the store's to fill
         last = s.next_run_at
         for chunk in chunks(chain((s.next_run_at,), cron.occurrences(s.next_run_at, now)), CATCH_UP_CHUNK):
-            self.store.create_promises(
-                ((expand(s.promise_id, s.id, cron_time), cron_time + s.promise_timeout,
-                  cron_time if anchored_at_tick else now) for cron_time in chunk), shape)
+            self.store.create_occurrences(template, chunk, s.promise_timeout,
+                                          None if anchored_at_tick else now, shape)
             last = chunk[-1]
         return replace(s, last_run_at=last, next_run_at=next_run(cron, last))
 

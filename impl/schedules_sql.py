@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from duespec.impl.schedules_records import (
-    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, Json, Promise, Schedule, Tags, Task, Value, execute_message,
+    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, TIMESTAMP_PLACEHOLDER, Json, Promise, Schedule, Tags, Task, Value, execute_message,
     is_external, is_timer, outbox_key, timed_out_state, unblock_message,
 )
 
@@ -295,9 +295,31 @@ class Store:
         takes the idempotent branch, which writes nothing; so only the absent ids matter,
         each written independently of the others. The CASEs are P-02's branches: created
         pending (with a task dispatched now or delayed) or created already timed out."""
+        self.db.execute("DELETE FROM temp.creating")
+        self.db.executemany("INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) VALUES (?, ?, ?)", requests)
+        self._create_absent(shape)
+
+    def create_occurrences(self, template: str, times: Sequence[int], promise_timeout: int,
+                           now: int | None, shape: PromiseShape) -> None:
+        """`create_promises` of a catch-up's occurrences at `times` (strictly increasing):
+        each id is `template` with its time in place of the timestamp placeholder, times
+        out promise_timeout after it, and is created at its time (now=None) or at `now`.
+
+        The times go in as one JSON array, expanded by SQLite: a row bound from Python
+        costs more than the row itself. Distinct times make distinct ids (the template
+        holds the placeholder), so the rows need no order."""
+        self.db.execute("DELETE FROM temp.creating")
+        self.db.execute(
+            "INSERT INTO temp.creating (id, timeout_at, now) "
+            "SELECT replace(:template, :placeholder, value), value + :timeout, coalesce(:now, value) "
+            "FROM json_each(:times)",
+            {"template": template, "placeholder": TIMESTAMP_PLACEHOLDER, "timeout": promise_timeout,
+             "now": now, "times": f"[{','.join(map(str, times))}]"})
+        self._create_absent(shape)
+
+    def _create_absent(self, shape: PromiseShape) -> None:
+        """The P-02 creates of temp.creating's ids that are not promises yet."""
         db = self.db
-        db.execute("DELETE FROM temp.creating")
-        db.executemany("INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) VALUES (?, ?, ?)", requests)
         db.execute("DELETE FROM temp.creating "
                    "WHERE EXISTS (SELECT 1 FROM promises WHERE promises.id = creating.id)")
         timer = is_timer(shape.tags)

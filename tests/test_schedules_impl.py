@@ -225,14 +225,13 @@ def test_promise_timeout_unblocks_listeners_scrubs_and_resumes_awaiters(lean: Sc
 def test_catch_up_fires_every_missed_tick_once_in_order(either: ScheduleServer,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     created_at: list[int] = []
-    original = impl.Store.create_promises
+    original = impl.Store.create_occurrences
 
-    def spy(store: impl.Store, requests: Any, shape: Any) -> None:
-        requests = list(requests)
-        created_at.extend(int(promise_id.rsplit(".", 1)[1]) for promise_id, _, _ in requests)
-        original(store, requests, shape)
+    def spy(store: impl.Store, template: str, times: Any, *rest: Any) -> None:
+        created_at.extend(times)
+        original(store, template, times, *rest)
 
-    monkeypatch.setattr(impl.Store, "create_promises", spy)
+    monkeypatch.setattr(impl.Store, "create_occurrences", spy)
     monkeypatch.setattr(impl, "CATCH_UP_CHUNK", 1000)
     create_schedule(either, T0 + 30_000, promiseTags=TARGET)
     outage_end = T0 + 3 * DAY + 30_000
@@ -382,15 +381,15 @@ def test_a_failure_mid_catch_up_leaves_the_store_exactly_as_before(lean: Schedul
     create_promise(lean, T0, id="bystander", tags=TARGET)
     before = lean.observe()
     calls = {"n": 0}
-    original = impl.expand
+    original = impl.Store.create_occurrences
 
-    def expand_failing_on_the_third(template: str, id: str, timestamp: int) -> str:
+    def failing_on_the_third(store: impl.Store, *args: Any) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
             raise RuntimeError("injected failure")
-        return original(template, id, timestamp)
+        original(store, *args)
 
-    monkeypatch.setattr(impl, "expand", expand_failing_on_the_third)
+    monkeypatch.setattr(impl.Store, "create_occurrences", failing_on_the_third)
     monkeypatch.setattr(impl, "CATCH_UP_CHUNK", 1)  # two occurrences are fully written first
     with pytest.raises(RuntimeError, match="injected"):
         lean.handle("schedule.timeout", {"id": "s"}, T0 + HOUR)
@@ -437,13 +436,14 @@ CRASH_MID_CATCH_UP = """
 import os, sys
 from duespec.impl import schedules as impl
 calls = 0
-def expand_then_die(template, id, timestamp):
+def create_then_die(store, *args):
     global calls
     calls += 1
     if calls == 3:
         os._exit(9)  # the process dies: no rollback, no close
-    return original(template, id, timestamp)
-original, impl.expand, impl.CATCH_UP_CHUNK = impl.expand, expand_then_die, 1
+    original(store, *args)
+original = impl.Store.create_occurrences
+impl.Store.create_occurrences, impl.CATCH_UP_CHUNK = create_then_die, 1
 impl.ScheduleServer(sys.argv[1]).handle("schedule.timeout", {"id": "s"}, int(sys.argv[2]))
 """
 
