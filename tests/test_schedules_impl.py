@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from duespec.impl import schedules as impl
 from duespec.impl.schedules import ScheduleServer
-from duespec.impl.schedules_records import MAX_TIME, NEVER, Promise, Task, Value
+from duespec.impl.schedules_records import (
+    ID_PLACEHOLDER, MAX_TIME, NEVER, TIMESTAMP_PLACEHOLDER, Promise, Task, Value, expand,
+)
 from duespec.model import schedules as model
 from duespec.targets.interface import comparable
 
@@ -243,6 +247,30 @@ def test_catch_up_fires_every_missed_tick_once_in_order(either: ScheduleServer,
     assert state["schedules"][0]["lastRunAt"] == expected[-1]
     assert state["schedules"][0]["nextRunAt"] == expected[-1] + MIN
     assert state["scheduleTimeouts"] == [{"id": "s", "timeout": expected[-1] + MIN}]
+
+
+UNICODE = st.text(st.characters(blacklist_categories=("Cs",)))
+
+
+@given(schedule_id=UNICODE.filter(lambda id: id and not set(id) & set(".{}")),
+       pieces=st.lists(st.one_of(UNICODE, st.just(ID_PLACEHOLDER)), min_size=2, max_size=5),
+       missed=st.integers(0, 4))
+@example(schedule_id="s\x00\U0001F600", pieces=["a\x00", ID_PLACEHOLDER, "\U0001F600z"], missed=2)
+@settings(max_examples=60, deadline=None)
+def test_catch_up_ids_are_the_template_expanded_for_each_tick(schedule_id: str, pieces: list[str],
+                                                              missed: int) -> None:
+    """The store fills in the timestamp itself (in SQLite): for any Unicode template and
+    schedule id, NUL and astral characters too, it must give `expand`'s ids."""
+    template = TIMESTAMP_PLACEHOLDER.join(pieces)
+    server = ScheduleServer()
+    try:
+        assert create_schedule(server, T0 - 1, id=schedule_id, promiseId=template)["status"] == 200
+        server.handle("schedule.timeout", {"id": schedule_id}, T0 + missed * MIN)
+        ticks = [T0 + k * MIN for k in range(missed + 1)]
+        found = {p["id"]: (p["timeoutAt"], p["createdAt"]) for p in server.observe()["promises"]}
+        assert found == {expand(template, schedule_id, tick): (tick + MIN, tick) for tick in ticks}
+    finally:
+        server.close()
 
 
 def test_lean_late_occurrence_is_created_pending_at_its_tick(lean: ScheduleServer) -> None:
