@@ -46,8 +46,8 @@ class System:
     tag_catalogues: tuple[str, ...] = ()
     #: Draw without Hypothesis's pool of constants read from local source files, so that a
     #: seed draws the same runs in `duespec check` as in a test, whatever else is loaded
-    #: (duespec.campaigns.run.without_local_constants). Off for duebook, whose mutation and
-    #: divergence-class tests were tuned with the pool.
+    #: (duespec.campaigns.run.without_local_constants). Both systems set it; a machine that
+    #: drives a campaign's rules some other way must draw the same way to run the same runs.
     seeded_draws_only: bool = False
     #: profile -> {requirement ID or tag: why that profile's campaigns cannot reach it}. An ID
     #: puts the whole requirement out of the profile's reach, a tag ("ENV-01.lease") one
