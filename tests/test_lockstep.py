@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from duespec.campaigns.run import run_campaign
 from duespec.campaigns.lockstep import state_diff
+from duespec.campaigns.run import run_campaign
+from duespec.impl import duebook as impl
 from duespec.systems import get_system
+from duespec.systems.duebook import ImplTarget
 from duespec.targets.interface import same_json
 
 
@@ -65,6 +67,37 @@ def test_a_float_counter_is_caught_by_the_campaign() -> None:
     result = run_campaign(get_system("duebook"), FloatCounter, examples=20)
     assert not result.ok
     assert "next_id" in (result.failure or "")
+
+
+class VouchingFloatCounter(FloatCounter):
+    """Says its state is whatever is expected, as duespec's own ImplTarget may (state_is)."""
+
+    def state_is(self, want: Any) -> bool:
+        return True
+
+
+def test_an_outside_target_cannot_vouch_for_its_own_state() -> None:
+    result = run_campaign(get_system("duebook"), VouchingFloatCounter, examples=20)
+    assert not result.ok
+    assert "next_id" in (result.failure or "")
+
+
+class GetThatCancels(impl.Book):
+    """Answers every get rightly, and cancels what it read: only the state shows it."""
+
+    def get(self, id: int) -> impl.Deferral:
+        deferral = super().get(id)
+        self.cancel(deferral.id, deferral.owner)
+        return deferral
+
+
+def test_a_change_only_the_state_shows_is_caught_through_the_impl_adapters_own_check() -> None:
+    """ImplTarget tells the campaign its state agrees without building it (state_is); when it
+    does not agree, the state is observed and the difference reported as ever."""
+    result = run_campaign(get_system("duebook"), lambda: ImplTarget(GetThatCancels), examples=50)
+    assert not result.ok
+    assert result.counterexample[-1]["op"] == "get", result.failure
+    assert "state" in (result.failure or "").lower() and "$.open" in (result.failure or ""), result.failure
 
 
 class ReversedListing(FloatCounter):

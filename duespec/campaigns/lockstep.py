@@ -190,6 +190,11 @@ class LockstepMachine(RuleBasedStateMachine):
         except Exception as error:
             raise self.target_failure(None, "reset", error) from error
         type(self).last_config = dict(self.config)
+        #: duespec's own adapters tell whether their state is the expected one without
+        #: building it (a deep book's state is thousands of rows a step); anything else
+        #: is observed and compared, so no outside code can vouch for itself.
+        self.trusted_state_is = (getattr(self.target, "state_is", None)
+                                 if type(self.target).__module__.startswith("duespec.systems.") else None)
 
     def reconfigure(self, config: dict[str, Json]) -> None:
         """Reset both sides to this run's own config, drawn by the machine's first
@@ -281,11 +286,14 @@ class LockstepMachine(RuleBasedStateMachine):
         the whole observable states agree, then each property of `check_properties`."""
         if self.steps:
             expected = self.oracle_state()
+            state_is = self.trusted_state_is
             try:
-                actual = self.target.observe()
+                agrees = state_is is not None and state_is(expected)
+                if not agrees:
+                    actual = self.target.observe()
             except Exception as error:
                 raise self.target_failure(self.steps[-1], self.steps[-1]["op"], error) from error
-            if not same_json(expected, actual):
+            if not agrees and not same_json(expected, actual):
                 self.judge(STATE, self.steps[-1], expected, actual)
         self.check_properties()
 
