@@ -3,6 +3,7 @@ JSON adapters it drives."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -120,3 +121,38 @@ def test_state_invariants_judge_each_new_state_even_when_most_steps_change_nothi
         run_state_machine_as_test(machine, settings=settings(
             max_examples=50, stateful_step_count=20, deadline=None, database=None,
             phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+
+
+def test_the_model_adapter_observes_what_the_model_holds_even_when_it_reuses_rows() -> None:
+    """ModelTarget reuses the rows of its last observe() while the book holds the very same
+    Deferrals: a step, a deferral replaced under its id, and max_open or next_id edited
+    behind its back must each show, and every state is a fresh object."""
+    from duespec.model import duebook as model
+    from duespec.targets.interface import same_json
+
+    target = ModelTarget()
+    target.reset({"max_open": 5})
+    assert target.book is not None
+    seen = []
+
+    def observed_is_the_model() -> None:
+        state = target.observe()
+        assert same_json(state, model.observe(target.book))
+        assert all(state is not other and state["open"] is not other["open"] for other in seen)
+        seen.append(state)
+
+    observed_is_the_model()
+    for owner in ("a", "b", "c"):
+        target.step("schedule", {"owner": owner, "delay": 0, "ttl": 0}, 0)
+        observed_is_the_model()
+    observed_is_the_model()  # nothing changed: the reused rows
+    target.step("get", {"id": 2}, 0)
+    observed_is_the_model()
+    target.book.open[2] = dataclasses.replace(target.book.open[2], owner="z")
+    observed_is_the_model()
+    assert seen[-1]["open"][1]["owner"] == "z"
+    target.book.max_open, target.book.next_id = 9, 7
+    observed_is_the_model()
+    assert "ok" in target.step("claim", {"id": 1}, 0)
+    observed_is_the_model()
+    assert [row["id"] for row in seen[-1]["open"]] == [2, 3]
