@@ -56,12 +56,12 @@ def test_quick_leaves_out_full_only_sections_and_says_so(tmp_path, monkeypatch, 
     monkeypatch.setattr(bench, "SECTIONS", ("fake_bench_fast", "fake_bench_slow"))
     monkeypatch.setattr(bench, "FULL_ONLY", ("fake_bench_slow",))
     out = tmp_path / "figures.json"
-    assert bench.main(argparse.Namespace(quick=True, only=[], json=str(out))) == 0
+    assert bench.main(argparse.Namespace(quick=True, only=[], json=str(out), in_process=True)) == 0
     assert ran == ["fake_bench_fast"]
     assert "[fake_bench_slow] not in --quick" in capsys.readouterr().out
     assert json.loads(out.read_text())["left_out"] == ["fake_bench_slow"]
     ran.clear()
-    assert bench.main(argparse.Namespace(quick=True, only=["slow"], json=None)) == 0
+    assert bench.main(argparse.Namespace(quick=True, only=["slow"], json=None, in_process=True)) == 0
     assert ran == ["fake_bench_slow"]  # named with --only, it runs in its quick form anyway
 
 
@@ -117,3 +117,34 @@ def test_the_impl_only_baseline_runs_the_campaigns_runs() -> None:
     from duespec.bench import duebook
 
     assert duebook.impl_only_steps(100, 1) == duebook.campaign_steps(100, 1)
+
+
+SECTION_REPORTING_ITS_PROCESS = """
+import os
+from duespec.bench import Figure
+
+def figures(quick):
+    return [Figure("where", "pid", float(os.getpid()), "")]
+"""
+
+
+def test_each_section_is_measured_in_a_fresh_process_of_its_own(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No figure may depend on the sections before it (heap, caches, imports): by default
+    every section runs in a spawned process, and one that raises is named, not fatal."""
+    import os
+
+    import duespec.bench as bench
+
+    (tmp_path / "bench_where_a.py").write_text(SECTION_REPORTING_ITS_PROCESS)
+    (tmp_path / "bench_where_b.py").write_text(SECTION_REPORTING_ITS_PROCESS)
+    (tmp_path / "bench_broken.py").write_text("def figures(quick):\n    raise ValueError('no figures here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    lines: list[str] = []
+    broken: list[str] = []
+    found = bench.run_sections(["bench_where_a", "bench_broken", "bench_where_b"], True, lines.append, broken)
+    pids = {int(figure.value) for figure in found}
+    assert len(found) == 2 and len(pids) == 2 and os.getpid() not in pids
+    assert broken == ["bench_broken"]
+    assert "[bench_broken] could not be measured: ValueError: no figures here" in lines
+    [in_process] = bench.run_sections(["bench_where_a"], True, lines.append, in_process=True)
+    assert int(in_process.value) == os.getpid()
