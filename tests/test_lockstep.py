@@ -76,10 +76,27 @@ class VouchingFloatCounter(FloatCounter):
         return True
 
 
-def test_an_outside_target_cannot_vouch_for_its_own_state() -> None:
+class VouchingWrongGet(VouchingFloatCounter):
+    """Says every answer is the expected one (recorded_step_checker, as ImplTarget may),
+    and answers every get not_found."""
+
+    def observe(self) -> dict[str, Any]:
+        return self.inner.observe()
+
+    def recorded_step_checker(self, implied: Any) -> Any:
+        return lambda step: None
+
+    def step(self, op: str, args: dict[str, Any], now: int) -> dict[str, Any]:
+        return {"error": "not_found"} if op == "get" else self.inner.step(op, args, now)
+
+
+def test_an_outside_target_cannot_vouch_for_its_own_state_or_answers() -> None:
     result = run_campaign(get_system("duebook"), VouchingFloatCounter, examples=20)
     assert not result.ok
     assert "next_id" in (result.failure or "")
+    result = run_campaign(get_system("duebook"), VouchingWrongGet, examples=20)
+    assert not result.ok
+    assert result.counterexample[-1]["op"] == "get", result.failure
 
 
 class GetThatCancels(impl.Book):
@@ -98,6 +115,22 @@ def test_a_change_only_the_state_shows_is_caught_through_the_impl_adapters_own_c
     assert not result.ok
     assert result.counterexample[-1]["op"] == "get", result.failure
     assert "state" in (result.failure or "").lower() and "$.open" in (result.failure or ""), result.failure
+
+
+class ListingOneShort(impl.Book):
+    """Leaves the last row out of every non-empty listing: only the answer shows it."""
+
+    def claimable(self, now: int, limit: int) -> list[impl.Deferral]:
+        return super().claimable(now, limit)[:-1]
+
+
+def test_a_wrong_answer_is_caught_through_the_impl_adapters_own_check() -> None:
+    """ImplTarget checks its answer against the model's without building it (its
+    recorded_step_checker, as replay uses); an answer it finds unequal is built and
+    compared, and reported, as ever."""
+    result = run_campaign(get_system("duebook"), lambda: ImplTarget(ListingOneShort), examples=50)
+    assert not result.ok
+    assert result.counterexample[-1]["op"] == "claimable", result.failure
 
 
 class ReversedListing(FloatCounter):
