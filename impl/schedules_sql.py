@@ -306,11 +306,12 @@ class Store:
         out promise_timeout after it, and is created at its time (now=None) or at `now`.
 
         The times go in as one JSON array, expanded by SQLite: a row bound from Python
-        costs more than the row itself. Distinct times make distinct ids (the template
-        holds the placeholder), so the rows need no order."""
+        costs more than the row itself. Distinct times make distinct ids, as schedule.create
+        requires the placeholder; were one missing, the first occurrence (json_each reads
+        the array in order) would create the id and the others find it, as in P-02."""
         self.db.execute("DELETE FROM temp.creating")
         self.db.execute(
-            "INSERT INTO temp.creating (id, timeout_at, now) "
+            "INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) "
             "SELECT replace(:template, :placeholder, value), value + :timeout, coalesce(:now, value) "
             "FROM json_each(:times)",
             {"template": template, "placeholder": TIMESTAMP_PLACEHOLDER, "timeout": promise_timeout,
