@@ -293,8 +293,7 @@ class Store:
 
         The id's first request creates it and any later one, like any id already stored,
         takes the idempotent branch, which writes nothing; so only the absent ids matter,
-        each written independently of the others. The CASEs are P-02's branches: created
-        pending (with a task dispatched now or delayed) or created already timed out."""
+        each written independently of the others (`_create_absent`)."""
         self.db.execute("DELETE FROM temp.creating")
         self.db.executemany("INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) VALUES (?, ?, ?)", requests)
         self._create_absent(shape)
@@ -319,7 +318,9 @@ class Store:
         self._create_absent(shape)
 
     def _create_absent(self, shape: PromiseShape) -> None:
-        """The P-02 creates of temp.creating's ids that are not promises yet."""
+        """The P-02 creates of temp.creating's ids that are not promises yet. The CASEs are
+        P-02's branches: created pending (with a task dispatched now or delayed) or created
+        already timed out."""
         db = self.db
         db.execute("DELETE FROM temp.creating "
                    "WHERE EXISTS (SELECT 1 FROM promises WHERE promises.id = creating.id)")

@@ -175,8 +175,9 @@ READ_ONLY = ("get", "claimable", "expirable")
 def operation_figures(size: int, quick: bool) -> list[Figure]:
     """impl/model time per op at `size`. Read-only ops run on one book per side. Ops that
     change the book run on books built afresh (untimed) for each timed batch, holding
-    `size` to 1.5 x `size` open, a few books at a time (`in_rounds`); at a million the pair is built once and each batch works
-    on deferrals no earlier batch touched, so it stays within 7% of its size. Each sample
+    `size` to 1.5 x `size` open, a few books at a time (`in_rounds`); at a million the
+    pair is built once and each batch works on deferrals no earlier batch touched, so it
+    stays within 7% of its size. Each sample
     takes as many calls as the model answers in about `seconds` (the model's listings
     sort the whole book); at a million, each sample of a single-id op is `batch` calls on
     ids no other sample of its side asks for, so no sample finds the last one's rows in cache."""
