@@ -119,6 +119,23 @@ def test_the_impl_only_baseline_runs_the_campaigns_runs() -> None:
     assert duebook.impl_only_steps(100, 1) == duebook.campaign_steps(100, 1)
 
 
+def test_the_get_floor_reads_the_stored_deferrals_of_ids_the_list_holds() -> None:
+    """The floor figure reads, by id - 1, the very Deferrals the impl Book hands out, and
+    asks only ids the list holds: the model's Book also has the deferrals the schedule
+    figure added after the list was taken (an IndexError once ended the section)."""
+    from duespec.bench import duebook
+    from duespec.model import duebook as model
+
+    fixture = duebook.Books(300, 40, seed=3)
+    impl_book, model_book = fixture.impl_book(), fixture.model_book()
+    stored = [impl_book.get(id) for id in range(1, len(fixture.rows) + 1)]
+    assert all(deferral is impl_book.get(deferral.id) for deferral in stored)
+    model.schedule(model_book, "late", 0, 0, duebook.T0 + 1)  # an id past the list's end
+    figure = duebook.floor_figure(300, stored, model_book, batch=200, repeats=MIN_REPEATS)
+    assert figure.goal is None and figure.passed is None and figure.repeats == MIN_REPEATS
+    assert figure.value > 0 and "no goal" in figure.render()
+
+
 SECTION_REPORTING_ITS_PROCESS = """
 import os
 from duespec.bench import Figure

@@ -2,6 +2,8 @@
 
 1. Every operation of the implementation against the same calls on the reference model,
    at 10, 1,000 and 1,000,000 open deferrals: impl time / model time, goal <= 0.5.
+   At 1,000,000 also the floor: a bare list read of the stored Deferral against the
+   model's get, what any Book that hands out its stored values pays at the least.
 2. What the harness costs: campaign steps/s (implementation against the model, every
    response and state compared, every spec invariant checked) against a machine with the
    same rules driving the implementation alone. Goal >= 0.8.
@@ -186,13 +188,18 @@ def operation_figures(size: int, quick: bool) -> list[Figure]:
     batch = 10_000 if large else max(1, size // 2)
     fixture = Books(size, batch * repeats if large else batch, seed=size)
     shared = {"impl": fixture.impl_book(), "model": fixture.model_book()}
+    # Every Deferral the impl Book holds, by id - 1: what the floor figure reads.
+    stored = [shared["impl"].get(id) for id in range(1, len(fixture.rows) + 1)] if large else []
     # The fixture and books are kept for the whole section: frozen out of the collector,
     # each gc.collect() before a sample (and any collection inside one) skips their
     # million objects instead of walking them.
     gc.collect()
     gc.freeze()
     try:
-        return _operation_figures(size, quick, fixture, shared, batch, repeats)
+        found = _operation_figures(size, quick, fixture, shared, batch, repeats)
+        if large:
+            found.append(floor_figure(size, stored, shared["model"], batch, repeats))
+        return found
     finally:
         gc.unfreeze()
 
@@ -231,6 +238,44 @@ def _operation_figures(size: int, quick: bool, fixture: Books, shared: dict[str,
             goal=Goal("<=", 0.5), baseline="the same calls on the reference model",
             note=f"{impl_samples[0].count:,} calls a sample"))
     return figures
+
+
+def floor_figure(size: int, stored: list[impl.Deferral], book: model.Book, batch: int,
+                 repeats: int) -> Figure:
+    """What get costs, at the least, in any Book that hands out the Deferral it stores:
+    one C-level read of a list by id, no Python code at all, against the model's get on
+    the same ids. At a million open both sides wait on memory: the list read pays for the
+    list's slot and the Deferral it returns (one dependent cache miss each), and nothing a
+    Python method does can pay less. Informative, no goal: it shows how far below the
+    get/claim/expire goal of 0.5 the floor leaves room."""
+    rng = random.Random(size + 1)
+    # Not the ids the schedule figure added since `stored` was taken.
+    open_ids = [id for id in book.open if id <= len(stored)]
+    read = stored.__getitem__
+
+    def side(name: str) -> Callable[[], Sample]:
+        def measure() -> Sample:
+            # Fresh ids, none asked before, made as a caller makes them; the list side is
+            # handed each id - 1 ready made, so it times the read alone.
+            ids = [rng.choice(open_ids) | 0 for _ in range(batch)]
+            gc.collect()
+            if name == "model":
+                calls = [(id,) for id in ids]
+                return timed(lambda: run_model("get", [book], calls))
+            indexes = [id - 1 for id in ids]
+
+            def run() -> int:
+                for i in indexes:
+                    read(i)
+                return len(indexes)
+            return timed(run)
+        return measure
+
+    floor, model_side = alternate([side("list"), side("model")], repeats)
+    return ratio_figure(SECTION, f"get floor at {size:,} open: list read / model get", floor, model_side,
+                        baseline="the model's get on the same fresh ids",
+                        note="a bare list.__getitem__ of the stored Deferral (no Python code): the least a "
+                             "Book that hands out its stored values can pay; informative, no goal")
 
 
 def in_rounds(build: Callable[[], Any], run: Callable[[list[Any]], int], books: int, per_round: int) -> Sample:
