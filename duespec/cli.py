@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -101,16 +102,26 @@ def _check_arguments(args: argparse.Namespace) -> None:
     timeout = getattr(args, "timeout", None)
     if isinstance(timeout, float) and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
         raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout}")
-    for option in ("junit", "coverage_json"):
-        path = getattr(args, option, None)
-        if path is not None:
-            check_output(path, what="--" + option.replace("_", "-"))
-    output = getattr(args, "output", None)
-    if output is not None and args.command == "itf":
-        check_output(output, inputs=[args.source], what="-o")
+    inputs = [path for path in (getattr(args, "declared", None), getattr(args, "mapping", None)) if path]
+    outputs = [("--" + option.replace("_", "-"), getattr(args, option, None)) for option in ("junit", "coverage_json")]
+    if args.command == "itf":
+        inputs.append(args.source)
+        outputs.append(("-o", getattr(args, "output", None)))
+    if args.command == "bench" and args.json not in (None, "-"):
+        outputs.append(("--json", args.json))
     trace_dir = getattr(args, "trace_dir", None)
     if trace_dir is not None:
-        check_output(Path(trace_dir) / "failure.jsonl", what="--trace-dir")
+        outputs.append(("--trace-dir", Path(trace_dir) / "failure.jsonl"))
+    named: dict[str, str] = {}
+    for what, path in outputs:
+        if path is None:
+            continue
+        check_output(path, inputs=inputs, what=what)
+        # Two reports into one file: the second would silently replace the first.
+        same = named.setdefault(os.path.realpath(path), what)
+        if same != what:
+            raise UsageError(f"{what} and {same} name the same file {str(path)[:200]!r}; "
+                             f"give each report its own")
 
 
 def explain(error: BaseException) -> str:

@@ -153,6 +153,38 @@ def test_itf_import_never_writes_over_its_input(tmp_path: Path) -> None:
     assert source.read_bytes() == WINDOW.read_bytes()
 
 
+def test_no_output_is_written_over_a_file_the_command_reads_or_another_output(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The declared-differences file, an import's mapping file and its hook file are
+    inputs too; and two reports into one file would leave only the second. Each is
+    refused before any work, and every file stays as it was."""
+    declared = tmp_path / "declared.toml"
+    declared.write_text("# nothing declared\n")
+    export_itf(WINDOW, tmp_path / "w.itf.json")
+    mapping = tmp_path / "mapping.toml"
+    mapping.write_text('hook = "hook.py:turn"\n')
+    hook = tmp_path / "hook.py"
+    hook.write_text("def turn(step):\n    return None\n")
+    same = tmp_path / "report"
+    link = tmp_path / "bench.json"
+    link.symlink_to(declared)
+    itf = str(tmp_path / "w.itf.json")
+    for argv, problem in (
+            (["check", "duebook", "--examples", "1", "--declared", str(declared), "--junit", str(declared)],
+             "is the input"),
+            (["check", "duebook", "--examples", "1", "--declared", str(declared), "--coverage-json",
+              str(declared)], "is the input"),
+            (["check", "duebook", "--examples", "1", "--junit", str(same), "--coverage-json", str(same)],
+             "name the same file"),
+            (["itf", "import", itf, "--mapping", str(mapping), "-o", str(mapping)], "is the input"),
+            (["itf", "import", itf, "--mapping", str(mapping), "-o", str(hook)], "is the input"),
+            (["itf", "import", itf, "--hook", f"{hook}:turn", "-o", str(hook)], "is the input"),
+            (["bench", "--only", "no-such-section", "--json", str(link)], "symbolic link")):
+        assert cli(argv) == 2, argv
+        assert problem in capsys.readouterr().err, argv
+    assert declared.read_text() == "# nothing declared\n" and not same.exists()
+    assert mapping.read_text() == 'hook = "hook.py:turn"\n' and hook.read_text().startswith("def turn")
+
+
 @pytest.mark.parametrize("seed", ["3", 1.5, True, [1]])
 def test_itf_import_validates_the_recorded_seed(tmp_path: Path, seed: Any) -> None:
     export_itf(WINDOW, tmp_path / "w.itf.json")
@@ -270,6 +302,37 @@ def test_a_deadline_inside_another_keeps_the_outer_one() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+def test_a_deadline_due_before_its_block_starts_is_the_blocks_overrun() -> None:
+    """--timeout 1e-9 passes the range check; its alarm fires inside __enter__, where
+    Python calls no __exit__: it once left the handler armed and surfaced as an internal
+    error. Now it is the block's TargetError, and no alarm is left behind."""
+    before = signal.getsignal(signal.SIGALRM)
+    for _ in range(20):
+        try:
+            with deadline(1e-9, "the model's reset"):
+                time.sleep(0.01)
+        except TargetError as error:
+            assert "did not return within 1e-09s" in str(error)
+        else:
+            raise AssertionError("a deadline of a nanosecond let a 10 ms block finish")
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) == before
+    assert cli(["replay", str(WINDOW), "--target", "model", "--timeout", "1e-9"]) == 2
+
+
+@pytest.mark.parametrize("url, problem", [("http://[::1", "Invalid IPv6 URL"),
+                                          ("http://a b", "space or control character"),
+                                          ("http://a\tb:80", "space or control character")])
+def test_a_url_duespec_cannot_parse_is_a_usage_error_naming_it(url: str, problem: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Not an internal error, and not the target's fault: nothing was reached."""
+    for argv in (["conform", "schedules", "--target", url, "--examples", "1"],
+                 ["replay", str(ROOT / "traces" / "schedules"), "--target", url]):
+        assert cli(argv) == 2
+        err = capsys.readouterr().err
+        assert problem in err and "internal error" not in err and "target raised" not in err
 
 
 ALARM_IN_A_DESTRUCTOR = """

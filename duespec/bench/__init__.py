@@ -219,6 +219,8 @@ def run_sections(names: Sequence[str], quick: bool, out: Callable[[str], None],
 
 
 def main(args: argparse.Namespace) -> int:
+    from duespec.outputs import write_text
+
     names = [name for name in SECTIONS if not args.only or any(part in name for part in args.only)]
     text = sys.stderr if args.json == "-" else sys.stdout  # keep stdout for the JSON then
     started = time.perf_counter()
@@ -252,8 +254,7 @@ def main(args: argparse.Namespace) -> int:
             json.dump(document, sys.stdout, indent=1)
             print()
         else:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                json.dump(document, handle, indent=1)
+            write_text(args.json, json.dumps(document, indent=1) + "\n", what="--json")
     return 1 if broken else 0
 
 

@@ -140,8 +140,13 @@ class deadline:
         if self.outer:
             self.started = time.monotonic()
         self.previous = _set_handler(signal.SIGALRM, _raise_overdue)
-        signal.setitimer(signal.ITIMER_REAL, min(self.seconds, self.outer) if self.outer else self.seconds,
-                         OVERDUE_REPEAT)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, min(self.seconds, self.outer) if self.outer else self.seconds,
+                             OVERDUE_REPEAT)
+        except _Overdue:
+            # A deadline of microseconds is due before the block starts, and Python would not
+            # call __exit__ for it: close it here, as the block's own overrun.
+            self.__exit__(_Overdue, None, None)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
         if not self.seconds:

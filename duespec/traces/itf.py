@@ -315,6 +315,16 @@ class ImportRecipe:
     base: Path = Path(".")
     #: Import the expected observable state of each step (from the hook or the variables).
     states: bool = True
+    #: The mapping file the recipe was read from, if any.
+    mapping: Path | None = None
+
+    def files(self) -> list[Path]:
+        """What the import reads besides the ITF file: never to be written over."""
+        found = [self.mapping] if self.mapping is not None else []
+        module = (self.hook or "").rpartition(":")[0]
+        if module.endswith(".py"):
+            found.append(self.base / module)
+        return found
 
 
 class RecipeError(ValueError):
@@ -327,10 +337,11 @@ def import_itf(itf_path: str | os.PathLike[str], out_path: str | os.PathLike[str
     """Convert an ITF trace (from `quint run --mbt`, or from `export_itf`) to a duespec trace.
 
     The trace is published only when every step was read, so a refused import writes nothing."""
-    check_output(out_path, inputs=[itf_path], what="trace")
+    inputs = [itf_path, *recipe.files()]
+    check_output(out_path, inputs=inputs, what="trace")
     header, steps = read_itf(itf_path, system=system, profile=profile, config=config, recipe=recipe)
     _check_config(str(itf_path), header)
-    return write_trace(out_path, header, steps, inputs=[itf_path])
+    return write_trace(out_path, header, steps, inputs=inputs)
 
 
 def _check_config(where: str, header: TraceHeader) -> None:
@@ -689,7 +700,8 @@ def _recipe(args: argparse.Namespace) -> tuple[ImportRecipe, dict[str, Json]]:
         time_actions=tuple(args.time_action or mapping.get("time_actions") or DEFAULT_TIME_ACTIONS),
         time=time or tuple(mapping.get("time") or DEFAULT_TIME),
         args=renames, ignore_picks=frozenset(mapping.get("ignore_picks", ())) | set(args.ignore_pick or ()),
-        hook=hook, base=hook_base, states=mapping.get("states", True) and not args.no_states)
+        hook=hook, base=hook_base, states=mapping.get("states", True) and not args.no_states,
+        mapping=Path(args.mapping) if args.mapping else None)
     return recipe, mapping
 
 

@@ -109,11 +109,16 @@ class HttpTargetFactory:
 
 def check_url(url: str) -> str | None:
     """Why `url` cannot name an HTTP target, or None if it can."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # "Invalid IPv6 URL", say
+        return f"{url[:200]!r}: {error}"
     if parts.scheme != "http":
         return f"{url!r}: only http:// is spoken (run TLS in front of duespec, not inside it)"
     if not parts.hostname:
         return f"{url!r} names no host; e.g. http://127.0.0.1:8001"
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):  # urlsplit drops tabs
+        return f"{url[:200]!r}: the URL holds a space or control character"
     try:
         parts.port
     except ValueError as error:
