@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.debug = debug  # taken out of argv above, so commands that log can honour it
     previous = _catch_sigint()
     try:
         _check_arguments(args)

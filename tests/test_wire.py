@@ -372,3 +372,33 @@ def test_the_bench_load_is_answered_200_for_every_kind_it_sends(served: Served) 
     assert count == len(latencies) >= CLIENTS
     kinds = {task["state"] for task in Client(served.url).send("debug.snap", {})[1]["data"]["tasks"]}
     assert "fulfilled" in kinds and len(TASK_LIFE) == 6
+
+
+def test_malformed_http_is_answered_400_and_logged_in_one_line_without_a_traceback() -> None:
+    """aiohttp logs each bad request with its traceback; the README promises tracebacks
+    only with --debug, and --debug still shows them."""
+    import socket
+
+    requests = [b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+                b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                b"GET * HTTP/1.1\r\nHost: x\r\n\r\n"]
+
+    def send_all(url: str) -> list[bytes]:
+        parts = urlsplit(url)
+        answers = []
+        for request in requests:
+            with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+                sock.sendall(request)
+                answers.append(sock.recv(200))
+        return answers
+
+    with Served() as served:
+        answers = send_all(served.url)
+        assert served.alive()
+        err = served.stop()
+    assert all(answer.split(b" ")[1] == b"400" for answer in answers), answers
+    assert "Traceback" not in err
+    assert err.count("duespec serve: Error handling request") >= 2 and "BadHttpMessage" in err
+    with Served("--debug") as served:
+        send_all(served.url)
+        assert "Traceback" in served.stop()

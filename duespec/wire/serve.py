@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import socket
 import sqlite3
@@ -200,8 +201,25 @@ class ServerThread:
         self.stop()
 
 
+class _OneLine(logging.Handler):
+    """aiohttp logs a malformed request (after answering it 400) with its traceback; a
+    server's operator gets one line naming the problem instead, the traceback only with
+    --debug."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        text = record.getMessage() + (f": {type(error).__name__}: {error}" if error is not None else "")
+        print(f"duespec serve: {' '.join(text.split())[:500]}", file=sys.stderr, flush=True)
+
+
 def main(args: argparse.Namespace) -> int:
     from duespec.cli import UsageError
+
+    if not getattr(args, "debug", False):
+        for name in ("aiohttp.server", "aiohttp.web", "aiohttp.access", "asyncio"):
+            logger = logging.getLogger(name)
+            logger.addHandler(_OneLine())
+            logger.propagate = False
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must lie in [0, 65535], got {args.port}")
