@@ -44,6 +44,10 @@ FAKE_TARGET = textwrap.dedent('''
             sys.stderr.write("Traceback: something broke in step\\n"); sys.stderr.flush(); sys.exit(3)
         elif mode == "hang":
             time.sleep(60)
+        elif mode == "endless_line":
+            chunk = "a" * (1 << 20)
+            while True:
+                sys.stdout.write(chunk); sys.stdout.flush()
         elif mode == "wrong_type":
             reply = {"type": "observe", "state": {}}
         elif mode == "not_object":
@@ -116,6 +120,19 @@ def test_a_crash_is_reported_with_exit_code_and_stderr(fake) -> None:
 def test_silence_past_the_timeout_is_reported(fake) -> None:
     message = step_fails(fake("hang", timeout=0.5))
     assert "did not answer within 0.5s" in message
+
+
+def test_a_reply_line_that_never_ends_is_refused_at_the_line_limit(fake) -> None:
+    """Unbounded, it filled 7.5 GB in the 10 s timeout and ended in a traceback."""
+    import resource
+
+    from duespec.limits import MAX_LINE_BYTES
+
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    message = step_fails(fake("endless_line", timeout=30.0))
+    assert f"longer than {MAX_LINE_BYTES:,} bytes" in message and "'aaaa" in message
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+    assert grown_kb < 8 * MAX_LINE_BYTES // 1024, grown_kb
 
 
 @pytest.mark.parametrize("mode, expected", [

@@ -21,6 +21,7 @@ import weakref
 from collections import deque
 from typing import IO, NoReturn
 
+from duespec.limits import MAX_LINE_BYTES
 from duespec.targets.interface import Json, TargetError
 
 PROTOCOL_VERSION = 1
@@ -132,6 +133,8 @@ class StdioProcess:
         searched = 0
         while (newline := self._buffer.find(b"\n", searched)) < 0:
             searched = len(self._buffer)
+            if searched > MAX_LINE_BYTES:
+                self._too_long(request)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._fail(f"did not answer within {timeout:g}s (request: {excerpt(request.rstrip())}); "
@@ -144,9 +147,19 @@ class StdioProcess:
                 self._fail(f"closed its stdout{self._exit_note()} (request: {excerpt(request.rstrip())})",
                            bytes(self._buffer) or None)
             self._buffer += chunk
+        if newline > MAX_LINE_BYTES:
+            self._too_long(request)
         raw = bytes(self._buffer[:newline])
         del self._buffer[:newline + 1]
         return raw
+
+    def _too_long(self, request: str) -> NoReturn:
+        """A reply no trace line could record (README, Limits): refused as it arrives, so
+        a program that never ends its line cannot fill memory."""
+        start = bytes(self._buffer[:SHOWN_CHARS])
+        self._buffer.clear()
+        self._fail(f"wrote a reply line longer than {MAX_LINE_BYTES:,} bytes, the limit on a line "
+                   f"(request: {excerpt(request.rstrip())}); its first bytes", start)
 
     def _exit_note(self) -> str:
         try:
