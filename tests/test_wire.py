@@ -402,3 +402,48 @@ def test_malformed_http_is_answered_400_and_logged_in_one_line_without_a_traceba
     with Served("--debug") as served:
         send_all(served.url)
         assert "Traceback" in served.stop()
+
+
+@pytest.mark.parametrize("mode, problem", [("drip", "did not return within 1s"),
+                                           ("endless", "response body over 16,777,216 bytes")])
+def test_a_server_that_drips_or_never_ends_its_body_is_cut_off(mode: str, problem: str) -> None:
+    """The socket timeout bounds each read, not the response: a byte every 0.2 s ran for
+    hours, and an endless chunked body filled memory. Both are the target's failure."""
+    import socket
+    import threading
+    import time
+
+    from duespec.targets.interface import TargetError
+    from duespec.wire.http_target import HttpTarget
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            try:
+                if mode == "drip":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                    while not stop.is_set():
+                        connection.sendall(b" ")
+                        time.sleep(0.2)
+                else:
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    while not stop.is_set():
+                        connection.sendall(b"100000\r\n" + b"a" * 0x100000 + b"\r\n")
+            except OSError:  # the client hung up, as it should
+                pass
+
+    server = threading.Thread(target=answer, daemon=True)
+    server.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(TargetError, match=problem):
+            HttpTarget(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=1.0).reset({"profile": "lean"})
+        assert time.monotonic() - started < 10
+    finally:
+        stop.set()
+        server.join(timeout=5)
+        listener.close()

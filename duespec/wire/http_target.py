@@ -14,7 +14,9 @@ import itertools
 import json
 from urllib.parse import urlsplit
 
+from duespec.limits import MAX_LINE_BYTES
 from duespec.targets.interface import Json, TargetError
+from duespec.targets.resolve import deadline
 from duespec.wire.envelope import (
     PROTOCOL_VERSION, ProtocolViolation, check_envelope, op_envelope, op_response,
 )
@@ -26,7 +28,7 @@ SHOWN_BODY = 2000
 class HttpTarget:
     def __init__(self, url: str, timeout: float) -> None:
         parts = urlsplit(url)
-        self.url = url
+        self.url, self.timeout = url, timeout
         self.connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
                                                      timeout=timeout)
         self.corr_ids = itertools.count(1)
@@ -69,13 +71,22 @@ class HttpTarget:
         return status, data, exchange
 
     def _post(self, request: dict[str, Json]) -> tuple[int, Json, str]:
-        body = json.dumps(request)
+        """One exchange, whole within --timeout: the socket's own timeout bounds each read,
+        so a server dripping a byte a second would otherwise never be overdue."""
+        try:
+            with deadline(self.timeout, f"{self.url} answering {request.get('kind')}"):
+                return self._exchange(json.dumps(request))
+        except TargetError:
+            self.connection.close()  # mid-response: the connection is out of step
+            raise
+
+    def _exchange(self, body: str) -> tuple[int, Json, str]:
         for attempt in (1, 2):  # a kept-alive connection the server closed is reopened once
             try:
                 self.connection.request("POST", "/", body=body.encode(),
                                         headers={"Content-Type": "application/json"})
                 response = self.connection.getresponse()
-                text = response.read().decode("utf-8", errors="replace")
+                text = _read_body(response, self.url).decode("utf-8", errors="replace")
                 break
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
                 self.connection.close()
@@ -91,6 +102,19 @@ class HttpTarget:
         except ValueError:
             raise TargetError(f"{self.url} answered with a body that is not JSON\n{exchange}") from None
         return response.status, answer, exchange
+
+
+def _read_body(response: http.client.HTTPResponse, url: str) -> bytes:
+    """The body, refused once it passes MAX_LINE_BYTES: an endless chunked body would
+    otherwise fill memory before any deadline."""
+    parts, size = [], 0
+    while chunk := response.read(1 << 16):  # read, not read1: it ends the response at its length
+        size += len(chunk)
+        if size > MAX_LINE_BYTES:
+            raise TargetError(f"{url} sent a response body over {MAX_LINE_BYTES:,} bytes, the limit "
+                              f"on a trace line (README, Limits)")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _cut(text: str) -> str:
