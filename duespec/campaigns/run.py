@@ -400,6 +400,10 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         steps = leak_trace(steps, config)
         if finding.evidence is not None:
             extra["leak_evidence"] = finding.evidence
-    header = TraceHeader(system=result.system, profile=result.profile, config=config,
-                         seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
-    return write_trace(path, header, steps)
+    try:
+        header = TraceHeader(system=result.system, profile=result.profile, config=config,
+                             seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
+        return write_trace(path, header, steps)
+    except BaseException:
+        path.unlink(missing_ok=True)  # the claimed name, still empty: a trace is whole or absent
+        raise
