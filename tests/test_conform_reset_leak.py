@@ -50,3 +50,32 @@ def test_a_leak_a_fresh_program_does_not_show_gets_no_replay_command(
     [trace] = (tmp_path / "failures").glob("*.jsonl")
     assert sum(1 for line in read_trace(trace)[1] if is_reset(line)) == 1
     assert main(["replay", str(trace), "--target", target]) == 0  # what the printed command would say
+
+
+def test_a_divergence_a_fresh_program_does_not_show_gets_no_replay_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A program that keeps the config of its first reset: the campaign's runs draw other
+    caps and all see the first one, both passes of the leak probe alike, so the leak shows
+    as a plain divergence. A fresh program resets to the trace's config and passes, so the
+    replay command would say CONFIRMED: it is not printed, and the report says why."""
+    target = program(tmp_path, (
+        "FIRST = []\n\n"
+        "class MyBook(ModelTarget):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.reset(config)\n\n"
+        "    def reset(self, config):\n"
+        "        FIRST.append(config)\n"
+        "        super().reset(FIRST[0])\n"))
+    code = main(["conform", "duebook", "--target", target, "--examples", "50", "--steps", "10",
+                 "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path / "failures")])
+    out = capsys.readouterr().out
+    assert code == 1 and "max_open" in out, out
+    assert "replayed on a fresh target, the trace does not fail (every step of the trace passes)" in out
+    assert "the target's state survives reset" in out
+    assert "duespec replay" not in out and "duespec conform duebook" in out
+    traces = sorted((tmp_path / "failures").glob("*.jsonl"))
+    # A class whose trace cannot be written (a request whose op is a number, at seed 0)
+    # leaves no empty file behind: every file is a trace the report names.
+    assert traces and len(traces) == out.count("\ntrace: ")
+    assert all(main(["replay", str(trace), "--target", target]) == 0 for trace in traces)

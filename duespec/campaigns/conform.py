@@ -101,13 +101,18 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
     return lines
 
 
-def leak_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
-    """Whether `duespec replay TRACE --target T` fails on a leak's trace (the steps, a reset,
-    the same steps), replayed here on a fresh target as that command would; and why not, or
-    where it failed.
+#: What fresh_replay says of a trace that replays CONFIRMED.
+PASSES = "every step of the trace passes"
 
-    A leak that needs more runs before it than the trace's two does not show on a fresh
-    target: its replay command would say CONFIRMED, so it is not printed."""
+
+def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
+    """Whether `duespec replay TRACE --target T` fails, replayed here on a fresh target as
+    that command would; and why not, or where it failed. A replay command is printed only
+    when it does fail.
+
+    A leak that needs more runs before it than a leak trace's two (the steps, a reset, the
+    same steps), or a divergence that needs a run before the campaign's, does not show on
+    a fresh target: its replay command would say CONFIRMED."""
     from duespec.traces.format import TraceError
     from duespec.traces.replay import replay
 
@@ -116,8 +121,7 @@ def leak_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
     except (TraceError, UsageError) as error:
         return False, f"replaying it failed: {error}"
     if replayed.confirmed:
-        return False, (f"both runs of the trace pass, so the leak needs more runs before it than the "
-                       f"trace's two")
+        return False, PASSES
     return True, f"it diverges at {replayed.diverged_at()}"
 
 
@@ -146,14 +150,26 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
         lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
                      "so the conform command below reproduces it and replaying the trace does not)")
     elif finding.kind == LEAK:
-        shown, said = leak_replay(args, trace) if trace is not None else (False, "no trace was written")
+        shown, said = fresh_replay(args, trace) if trace is not None else (False, "no trace was written")
         history = not shown
         if shown:
             lines.append(f"(the trace holds these steps, a reset and the same steps again; replayed on a "
                          f"fresh target, as the replay command below does: {said})")
         else:
+            if said == PASSES:
+                said = "both runs of the trace pass, so the leak needs more runs before it than the trace's two"
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
+    elif trace is not None and finding.kind != ERROR:
+        # The replay command is printed only if it fails: a target that answered these steps
+        # alike twice in the campaign, and right on a fresh start (one that kept its first
+        # config, say), kept something from before the campaign's reset.
+        shown, said = fresh_replay(args, trace)
+        history = not shown
+        if not shown:
+            lines.append(f"(replayed on a fresh target, the trace does not fail ({said}): the target's "
+                         f"state survives reset, from a run before these steps; the conform command "
+                         f"below reproduces it and replaying the trace does not)")
     lines.extend(reproduce_lines(args, result, None if history else trace))
     return "\n".join(lines)
 
