@@ -58,6 +58,10 @@ MALFORMED = [
     ("header key missing", lines({k: v for k, v in HEADER.items() if k != "config"}), 1, 'missing key "config"'),
     ("config not an object", lines({**HEADER, "config": [3]}), 1, '"config" must be a JSON object'),
     ("seed a string", lines({**HEADER, "seed": "7"}), 1, '"seed" must be an integer or null'),
+    # The config's profile is the reading that runs; a report printed the header's.
+    ("profiles disagree", lines({**HEADER, "system": "schedules", "profile": "lean",
+                                 "config": {"profile": "server", "retry_timeout": 5000}}), 1,
+     '"profile" "lean" disagrees with the config\'s "profile" "server"'),
     ("step not JSON", lines(HEADER, STEP, '{"i": 1, "op": '), 3, "not JSON"),
     ("blank line", lines(HEADER, "", STEP), 2, "blank line"),
     ("step not an object", lines(HEADER, "[]"), 2, "expected a JSON object, got a list"),

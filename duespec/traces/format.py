@@ -90,6 +90,10 @@ class TraceHeader:
             raise fail(f'"profile" must be a non-empty string, got {_kind(profile)}')
         if not isinstance(config, dict):
             raise fail(f'"config" must be a JSON object, got {_kind(config)}')
+        if "profile" in config and config["profile"] != profile:
+            # The config's is the reading that runs; a report would name the header's.
+            raise fail(f'"profile" {json.dumps(profile)[:100]} disagrees with the config\'s "profile" '
+                       f'{json.dumps(config["profile"])[:100]}; make them the same')
         if seed is not None and not _is_int(seed):
             raise fail(f'"seed" must be an integer or null, got {_kind(seed)}')
         for key, text in (("producer", producer), ("created", created)):
