@@ -24,6 +24,15 @@ def program(tmp_path: Path, body: str) -> str:
     return f"stdio:{sys.executable} {script}"
 
 
+def conform(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], *, examples: int,
+            steps: int) -> tuple[int, str]:
+    """`duespec conform duebook` against `target`, failure traces under tmp_path/failures:
+    its exit code and what it printed."""
+    code = main(["conform", "duebook", "--target", target, "--examples", str(examples), "--steps", str(steps),
+                 "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path / "failures")])
+    return code, capsys.readouterr().out
+
+
 def test_a_leak_a_fresh_program_does_not_show_gets_no_replay_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """From its sixth run on, every other run of the program hands out ids 100 higher: the
@@ -40,9 +49,7 @@ def test_a_leak_a_fresh_program_does_not_show_gets_no_replay_command(
         "        if op == 'schedule' and 'ok' in response and RUNS[0] >= 6 and RUNS[0] % 2 == 0:\n"
         "            response = {'ok': {**response['ok'], 'id': response['ok']['id'] + 100}}\n"
         "        return response\n"))
-    code = main(["conform", "duebook", "--target", target, "--examples", "40", "--steps", "20",
-                 "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path / "failures")])
-    out = capsys.readouterr().out
+    code, out = conform(target, tmp_path, capsys, examples=40, steps=20)
     assert code == 1 and "the target's state survives reset" in out, out
     assert ("a fresh target does not show the leak (both runs of the trace pass, so the leak needs more "
             "runs before it than the trace's two)") in out
@@ -67,9 +74,7 @@ def test_a_divergence_a_fresh_program_does_not_show_gets_no_replay_command(
         "    def reset(self, config):\n"
         "        FIRST.append(config)\n"
         "        super().reset(FIRST[0])\n"))
-    code = main(["conform", "duebook", "--target", target, "--examples", "50", "--steps", "10",
-                 "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path / "failures")])
-    out = capsys.readouterr().out
+    code, out = conform(target, tmp_path, capsys, examples=50, steps=10)
     assert code == 1 and "max_open" in out, out
     assert "replayed on a fresh target, the trace does not fail (every step of the trace passes)" in out
     assert "the target's state survives reset" in out
