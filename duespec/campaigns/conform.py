@@ -120,6 +120,8 @@ def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
         replayed = replay(trace, args.target, timeout=args.timeout)
     except (TraceError, UsageError) as error:
         return False, f"replaying it failed: {error}"
+    except TargetError as error:  # unusable on a fresh start too: the replay command shows it
+        return True, f"the target is unusable: {str(error)[:300]}"
     if replayed.confirmed:
         return False, PASSES
     return True, f"it diverges at {replayed.diverged_at()}"
