@@ -1,0 +1,1 @@
+"""Concurrent histories: recorded, checked for linearizability, reported (docs/histories.md)."""
