@@ -146,9 +146,9 @@ def explain(error: BaseException) -> str:
         return (f"stopped by a call of sys.exit({error.code!r}) outside any target; nothing "
                 f"was checked to the end")
     if isinstance(error, MemoryError):
-        return "out of memory (see README.md, Limits, for the sizes duespec accepts)"
+        return "out of memory (see docs/limits.md for the sizes duespec accepts)"
     if isinstance(error, RecursionError):
-        return "input nested too deeply (see README.md, Limits)"
+        return "input nested too deeply (see docs/limits.md)"
     if isinstance(error, OSError):
         where = f" {error.filename!r}"[:200] if error.filename else ""
         return f"cannot use{where}: {error.strerror or error}"

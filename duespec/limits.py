@@ -8,7 +8,7 @@ parsed, integers are refused by their digit count before Python converts them (P
 itself refuses past 4,300 digits with a ValueError), and nesting is measured on the
 parsed value. Special files (FIFOs, devices, directories, a symlink to /dev/zero) are
 refused before a byte is read, since reading one can block forever or never end.
-The figures are stated in README.md ("Limits").
+The figures are stated in docs/limits.md.
 """
 
 from __future__ import annotations

@@ -210,6 +210,17 @@ def test_unusable_quint_trace_is_refused_with_the_state_and_the_problem(tmp_path
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.parametrize("some", [{"tag": "Some"}, {"tag": "Some", "value": 1, "extra": 2}])
+def test_an_option_some_without_exactly_a_value_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           some: dict[str, Any]) -> None:
+    """Read as a record, `{"tag": "Some"}` passed as the argument {"tag": "Some"}: the pick's value lost."""
+    path = _quint_trace(tmp_path, [{"now": 1, "mbt::actionTaken": "get", "mbt::nondetPicks": {"id": some}}])
+    assert cli_main(["itf", "import", str(path), "-o", str(tmp_path / "out.jsonl"), "--system", "duebook"]) == 2
+    err = capsys.readouterr().err
+    assert 'ITF state 1: pick id: an Option "Some" must hold exactly a "value"' in err
+    assert "Traceback" not in err and not (tmp_path / "out.jsonl").exists()
+
+
 def test_time_can_come_from_a_pick_and_clock_actions_are_configurable(tmp_path: Path) -> None:
     path = _quint_trace(tmp_path, [
         {"now": 0, "mbt::actionTaken": "wait", "mbt::nondetPicks": {}},

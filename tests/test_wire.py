@@ -375,7 +375,7 @@ def test_the_bench_load_is_answered_200_for_every_kind_it_sends(served: Served) 
 
 
 def test_malformed_http_is_answered_400_and_logged_in_one_line_without_a_traceback() -> None:
-    """aiohttp logs each bad request with its traceback; the README promises tracebacks
+    """aiohttp logs each bad request with its traceback; docs/wire.md promises tracebacks
     only with --debug, and --debug still shows them."""
     import socket
 

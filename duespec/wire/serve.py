@@ -259,7 +259,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Resonate HTTP protocol: POST / with {kind, head: {corrId, version}, data}. "
                     "Time moves only when a client pins it (head resonate:debug_time) or ticks "
                     "(debug.tick); debug.reset, debug.snap control the store. "
-                    "See the README, section 'Resonate on the wire'.",
+                    "See docs/wire.md, 'Running duespec serve'.",
         epilog="example: duespec serve schedules --port 8001 --profile deployed")
     parser.add_argument("system", choices=("schedules",))
     parser.add_argument("--host", default=DEFAULT_HOST,
