@@ -61,6 +61,8 @@ DEFAULT_TIMEOUT = 30.0
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                          "trailer", "transfer-encoding", "upgrade", "host", "content-length"})
 EXIT_HOLDS, EXIT_USAGE = 0, 2
+#: Seconds a stopping proxy waits for the calls in flight to be answered.
+DRAIN_SECONDS = 2.0
 
 
 class RecordError(Exception):
@@ -106,6 +108,8 @@ class Recorder:
         self.stats = Stats()
         self.fatal: str | None = None
         self.closed = False
+        #: Requests being handled: on the way out, the proxy lets them finish (a short grace).
+        self.active = 0
         self._numbers = itertools.count(1)
         self.in_flight: set[InFlight] = set()
         self._clients: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -144,6 +148,7 @@ class Recorder:
         self.stop.set()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.active += 1
         try:
             return await self._handle(request)
         except Exception as error:  # a bug in the proxy costs one call (recorded unknown), never the proxy
@@ -153,6 +158,8 @@ class Recorder:
             for call in [c for c in self.in_flight if c.request_id == id(request)]:
                 self._give_up(call, "internal error")
             return web.Response(status=502, text="duespec record: internal error\n")
+        finally:
+            self.active -= 1
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if self.fatal is not None or self.closed:
@@ -428,7 +435,11 @@ async def run(args: argparse.Namespace, ready: Callable[[str], None]) -> int:
     try:
         await stop.wait()
     finally:
-        await site.stop()  # no new connections; calls in flight are written unknown below
+        await site.stop()  # no new connections
+        grace = time.monotonic() + DRAIN_SECONDS
+        while recorder.active and time.monotonic() < grace:
+            await asyncio.sleep(0.01)  # let the calls in flight be answered and written
+        # what is still in flight is written unknown by close()
         await recorder.close()
         await runner.cleanup()
     stats = recorder.stats
