@@ -60,7 +60,7 @@ DEFAULT_TIMEOUT = 30.0
 #: aiohttp sets itself from the body it sends; every other header is forwarded as it came.
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                          "trailer", "transfer-encoding", "upgrade", "host", "content-length"})
-EXIT_HOLDS, EXIT_USAGE = 0, 2
+EXIT_HOLDS = 0
 #: Seconds a stopping proxy waits for the calls in flight to be answered.
 DRAIN_SECONDS = 2.0
 
@@ -262,13 +262,14 @@ class Recorder:
                  return_ms: int | None = None) -> None:
         if call is None or call.written:
             return
-        self._write_unknown(call, return_ns or time.monotonic_ns(), return_ms or time.time_ns() // 1_000_000)
+        self._write_unknown(call, return_ns or time.monotonic_ns(), return_ms or time.time_ns() // 1_000_000, reason)
 
-    def _write_unknown(self, call: InFlight, return_ns: int, return_ms: int) -> None:
+    def _write_unknown(self, call: InFlight, return_ns: int, return_ms: int,
+                       reason: str = "the proxy stopped with the call in flight") -> None:
         if call.written:
             return
         self._write(call, Event(call.client, call.op, call.args, call.call_ns, return_ns, call.call_ms,
-                                return_ms, "unknown", None, call.now, {"request": call.request}))
+                                return_ms, "unknown", None, call.now, {"request": call.request, "unknown": reason}))
         self.stats.unknown += 1
 
     def _write(self, call: InFlight, event: Event) -> None:
