@@ -1,0 +1,543 @@
+"""Is a concurrent history linearizable against the system's reference model?
+
+A history (docs/histories.md) is linearizable when some order of its calls, each taking
+effect at one instant inside its [call, return] interval, makes the model answer every
+call as the server did. The search is Wing and Gong's, as Lowe improved it: take, one at
+a time, a call that may go next (one called before every pending call returned), step a
+copy of the model, keep going if the answer agrees, and back up when none does. A
+configuration seen before (the same calls placed, the same model state, the same clock)
+is never explored twice: that memo is what makes the search finish on real histories.
+
+Two clocks (docs/linearize.md, "Clocks"):
+
+- `pinned`: each call carried its `now`; the model steps at it.
+- `real`: the server read its own clock, at a hidden instant inside the call's
+  [call_ms, return_ms]; the clock never goes back. The model's answer can only change at
+  an instant some value in the state, the request or the recorded answer names (a
+  timeoutAt, a nextRunAt, a createdAt, a lease), so those "critical instants" inside the
+  interval, and its two ends, are the only ones tried. The server also fires timeouts in
+  the background: the search places a `tick` as an internal step at each due timer, and
+  a call may not take effect more than `max_timer_lag` ms after a timer was due while
+  that timer is still unfired.
+
+A call whose outcome is unknown may have taken effect at any instant after its call, or
+never; it is given an unbounded return, and placing it last is the same as its never
+having happened (nothing after it sees it).
+
+Partitions: calls whose keys (duespec/systems/concurrent.py) never meet are checked in
+separate searches. Why that is sound: when the state is a product of per-key parts and a
+call reads and writes only its keys' parts, the model's answer to a call depends on the
+calls of its own part only, in their order. A linearization of each part, each call at
+an instant inside its interval, then merges into one of the whole history by instant
+(ties in recorder order): each call keeps its instant and its part's order, and a call
+that returned before another was called gets an instant no later than the other's, so
+real-time order holds. Conversely, any linearization of the whole restricts to one of
+each part. Under the real clock the merge also keeps the one server clock monotone, since
+instants are merged in order. tests/test_linearize.py checks partitioned against
+unpartitioned verdicts on generated histories.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import orjson
+
+from duespec.histories.format import Event, History
+from duespec.systems import get_system
+from duespec.systems.concurrent import Concurrency, concurrency_of
+from duespec.targets.interface import responses_agree
+
+Json = Any
+
+#: How late (ms after its due instant) a real-clock server may fire a timeout by default:
+#: `duespec serve --clock real` fires every --tick-ms (default 100 there), and a loaded
+#: machine runs late; a second covers both with room to spare.
+DEFAULT_MAX_TIMER_LAG = 1000
+#: Exit codes of a verdict: 0 linearizable, 1 not, 3 unknown (the budget ran out). 2 is
+#: bad input, as for every duespec command.
+EXIT_CODES = {"linearizable": 0, "not linearizable": 1, "unknown": 3}
+#: How often (in search nodes) the budget's deadline is read.
+_CLOCK_EVERY = 256
+_INF = float("inf")
+
+
+def recorded_answer_agrees(model_response: dict[str, Json], recorded: dict[str, Json]) -> bool:
+    """The one comparison of a model's answer with a recorded one (the judge's, when it lands)."""
+    return responses_agree(model_response, recorded)
+
+
+@dataclass
+class Placed:
+    """One step of a linearization: a call (its index in the history) or an internal tick."""
+
+    call: int | None
+    now: int
+    response: dict[str, Json] | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        return {"call": self.call, "now": self.now, "tick": self.call is None,
+                **({"fired": self.response.get("fired", [])} if self.call is None and self.response else {})}
+
+
+@dataclass
+class Attempt:
+    """What the model answers a call that could go next at the stuck point."""
+
+    call: int
+    now: int | None
+    answer: dict[str, Json] | None
+    agrees: bool
+    why: str = ""
+
+    def to_json(self) -> dict[str, Json]:
+        return {"call": self.call, "now": self.now, "model": self.answer, "agrees": self.agrees,
+                **({"why": self.why} if self.why else {})}
+
+
+@dataclass
+class Stuck:
+    """Where the deepest linearization found stopped, and why nothing could follow it."""
+
+    prefix: list[Placed]
+    #: The call that cannot be placed: of the calls left, the one that returned first.
+    call: int
+    state: dict[str, Json]
+    attempts: list[Attempt]
+
+    def to_json(self) -> dict[str, Json]:
+        return {"prefix": [p.to_json() for p in self.prefix], "call": self.call, "state": self.state,
+                "attempts": [a.to_json() for a in self.attempts]}
+
+
+@dataclass
+class Counterexample:
+    """A smallest non-linearizable sub-history found by shrinking."""
+
+    events: list[Event]
+    #: Each event's index in the checked history.
+    original: list[int]
+    stuck: Stuck
+    #: Removing any one call makes it linearizable: every such removal was checked and
+    #: decided (False when a check ran out of budget, so minimality is not proved).
+    minimal: bool
+    checks: int
+
+    def to_json(self) -> dict[str, Json]:
+        return {"events": [e.to_json() for e in self.events], "original": self.original,
+                "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks}
+
+
+@dataclass
+class Verdict:
+    status: str
+    system: str
+    clock: str
+    config: dict[str, Json]
+    events: int
+    partitions: int
+    #: Partitions decided linearizable, of `partitions`.
+    decided: int
+    #: Search nodes visited (configurations of placed calls, model state and clock).
+    states: int
+    seconds: float
+    max_timer_lag: int
+    #: Under unknown: the most calls any search managed to place, and in how large a part.
+    progress: tuple[int, int] | None = None
+    counterexample: Counterexample | None = None
+    history_events: list[Event] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def describe(self) -> str:
+        from duespec.histories.report import describe
+
+        return describe(self)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"status": self.status, "exit_code": self.exit_code, "system": self.system,
+                "clock": self.clock, "config": self.config, "events": self.events,
+                "partitions": self.partitions, "decided": self.decided, "states": self.states,
+                "seconds": round(self.seconds, 6), "max_timer_lag": self.max_timer_lag,
+                "progress": list(self.progress) if self.progress else None,
+                "counterexample": self.counterexample.to_json() if self.counterexample else None,
+                "notes": self.notes}
+
+
+class _Budget:
+    def __init__(self, seconds: float | None):
+        self.deadline = _INF if seconds is None else time.monotonic() + seconds
+        self.spent = seconds is not None and seconds <= 0
+
+    def out(self) -> bool:
+        if not self.spent and time.monotonic() >= self.deadline:
+            self.spent = True
+        return self.spent
+
+
+@dataclass
+class _Result:
+    status: str
+    states: int
+    best: list[Placed]
+    #: (state observed, model target) at the end of the best prefix
+    best_target: Any = None
+
+
+class _Search:
+    """One WGL search over one part of a history (its calls sorted by call instant)."""
+
+    def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
+                 clock: str, max_timer_lag: int, budget: _Budget):
+        order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
+        self.events = [events[i] for i in order]
+        self.indices = [indices[i] for i in order]
+        self.system, self.config, self.clock, self.lag, self.budget = system, config, clock, max_timer_lag, budget
+        self.hooks: Concurrency = concurrency_of(system)
+        self.factory = get_system(system).model
+        n = len(self.events)
+        self.call_ns = [e.call_ns for e in self.events]
+        self.ret_ns = [e.return_ns if e.outcome == "ok" else _INF for e in self.events]
+        self.lo_ms = [e.call_ms for e in self.events]
+        self.hi_ms = [e.return_ms if e.outcome == "ok" else _INF for e in self.events]
+        self.full = (1 << n) - 1
+        self.states = 0
+        self._instants: dict[bytes, list[int]] = {}
+        # Instants any call of this part names: one call's hidden `now` may show only in
+        # another's answer (a stored createdAt, read back by a later get).
+        self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _ints(v)})
+
+    def fresh(self) -> Any:
+        target = self.factory()
+        target.reset(self.config)
+        return target
+
+    def key(self, target: Any) -> bytes:
+        return orjson.dumps(target.observe())
+
+    def step(self, target: Any, i: int, now: int) -> tuple[Any, dict[str, Json] | None, bool]:
+        """A fork of `target` after call i at `now`, the model's answer, and whether it agrees."""
+        fork = self.hooks.fork(target)
+        event = self.events[i]
+        try:
+            answer = fork.step(event.op, event.args, now)
+        except Exception as error:  # a model limit (a catch-up too long): this order is refused
+            return fork, {"error": f"{type(error).__name__}: {error}"}, False
+        agrees = event.outcome != "ok" or recorded_answer_agrees(answer, event.response)
+        return fork, answer, agrees
+
+    def window(self, placed: int) -> list[int]:
+        """Calls that may go next: unplaced ones called before every unplaced call returned."""
+        out, bound = [], _INF
+        for i in range(len(self.events)):
+            if placed >> i & 1:
+                continue
+            if self.call_ns[i] > bound:
+                break
+            out.append(i)
+            if self.ret_ns[i] < bound:
+                bound = self.ret_ns[i]
+        return [i for i in out if self.call_ns[i] <= bound]
+
+    def instants(self, target: Any, key: bytes, i: int, clock: float, hi: float) -> list[int]:
+        """Under the real clock, the instants worth trying for call i: its earliest possible
+        one, its latest, and every value the state or any call of the part names in between."""
+        lo = max(clock, self.lo_ms[i])
+        if lo > hi:
+            return []
+        named = self._instants.get(key)
+        if named is None:
+            named = self._instants[key] = sorted(set(_ints(target.observe())))
+        lo = int(lo)
+        out = {lo}
+        if hi != _INF:
+            out.add(int(hi))
+        out.update(t for t in named if lo < t <= hi)
+        start = bisect.bisect_right(self._named, lo)
+        end = len(self._named) if hi == _INF else bisect.bisect_right(self._named, hi)
+        out.update(self._named[start:end])
+        return sorted(out)
+
+    def choices(self, placed: int, target: Any, key: bytes, clock: float) -> Iterator[tuple[int | None, int]]:
+        window = self.window(placed)
+        if self.clock == "pinned":
+            for i in window:
+                yield i, self.events[i].now
+            return
+        min_hi = min((self.hi_ms[i] for i in range(len(self.events)) if not placed >> i & 1), default=_INF)
+        due = self.hooks.next_timer(target.observe()) if self.hooks.tick else None
+        for i in window:
+            for now in self.instants(target, key, i, clock, min(self.hi_ms[i], min_hi)):
+                if due is not None and now > due + self.lag:
+                    break  # a timer due that long ago has fired: a tick must come first
+                yield i, now
+        if due is not None:
+            now = int(max(due, clock))
+            if now <= min_hi:
+                yield None, now
+
+    def run(self) -> _Result:
+        root = self.fresh()
+        clock0: float = -_INF if self.clock == "real" else 0
+        seen: set[tuple[int, bytes, float]] = set()
+        root_key = self.key(root)
+        # frame: (placed bits, target, key, clock, iterator of choices)
+        stack = [(0, root, root_key, clock0, self.choices(0, root, root_key, clock0))]
+        path: list[Placed] = []
+        best: list[Placed] = []
+        best_target = root
+        count_placed = 0
+        best_count = -1
+        tick_count = 0
+        while stack:
+            placed, target, key, clock, choices = stack[-1]
+            if placed == self.full:
+                return _Result("linearizable", self.states, list(path), target)
+            tick_count += 1
+            if tick_count >= _CLOCK_EVERY:
+                tick_count = 0
+                if self.budget.out():
+                    return _Result("unknown", self.states, best, best_target)
+            choice = next(choices, False)
+            if choice is False:
+                stack.pop()
+                if path:
+                    gone = path.pop()
+                    if gone.call is not None:
+                        count_placed -= 1
+                continue
+            i, now = choice
+            if i is None:
+                fork = self.hooks.fork(target)
+                answer = fork.step(self.hooks.tick, {}, now)
+                new_placed = placed
+            else:
+                fork, answer, agrees = self.step(target, i, now)
+                if not agrees:
+                    continue
+                new_placed = placed | (1 << i)
+            new_key = self.key(fork)
+            new_clock = now if self.clock == "real" else 0
+            memo = (new_placed, new_key, new_clock)
+            if memo in seen:
+                continue
+            seen.add(memo)
+            self.states += 1
+            path.append(Placed(None if i is None else self.indices[i], now, answer))
+            if i is not None:
+                count_placed += 1
+                if count_placed > best_count:
+                    best_count, best, best_target = count_placed, list(path), fork
+            stack.append((new_placed, fork, new_key, new_clock,
+                          self.choices(new_placed, fork, new_key, new_clock)))
+        return _Result("not linearizable", self.states, best, best_target)
+
+    def stuck(self, result: _Result) -> Stuck:
+        """The deepest prefix, the call that returned first of those left, and what the
+        model answers each call that could go next there (at its earliest instant)."""
+        placed_idx = {p.call for p in result.best if p.call is not None}
+        local = {g: l for l, g in enumerate(self.indices)}
+        placed = 0
+        for g in placed_idx:
+            placed |= 1 << local[g]
+        target = result.best_target if result.best_target is not None else self.fresh()
+        left = [i for i in range(len(self.events)) if not placed >> i & 1]
+        if not left:  # the search was stopped, not stuck; nothing is blocked
+            return Stuck(result.best, -1, target.observe(), [])
+        blocked = min(left, key=lambda i: (self.ret_ns[i], i))
+        clock = max((p.now for p in result.best), default=-_INF) if self.clock == "real" else 0
+        attempts = []
+        for i in self.window(placed):
+            if self.clock == "pinned":
+                now: int | None = self.events[i].now
+            else:
+                lo = max(clock, self.lo_ms[i])
+                now = int(lo) if lo <= self.hi_ms[i] else None
+            if now is None:
+                attempts.append(Attempt(self.indices[i], None, None, False,
+                                        "its interval ended before the clock of the prefix"))
+                continue
+            _, answer, agrees = self.step(target, i, now)
+            attempts.append(Attempt(self.indices[i], now, answer, agrees))
+        return Stuck(result.best, self.indices[blocked], target.observe(), attempts)
+
+
+def _ints(value: Json) -> Iterator[int]:
+    """Every integer in a JSON value (bools are not)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is int:
+            yield v
+        elif type(v) is dict:
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+
+
+def partitions(events: list[Event], hooks: Concurrency) -> list[list[int]]:
+    """Indices of the events in each independent part (union of keys that meet), in
+    history order; one part for all when some call may touch every key."""
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    keys = []
+    for e in events:
+        k = hooks.keys(e.op, e.args)
+        if k is None:
+            return [list(range(len(events)))] if events else []
+        keys.append(k)
+    for i, k in enumerate(keys):
+        if not k:
+            k = keys[i] = frozenset({f"#call{i}"})  # refused unread: a part of its own
+        first = next(iter(k))
+        for other in k:
+            union(first, other)
+    for a, b in hooks.links([(e.op, e.args) for e in events]):
+        union(a, b)
+    groups: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(find(next(iter(k))), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
+            lag: int, budget: _Budget) -> tuple[_Result, _Search]:
+    search = _Search(events, indices, system, config, clock, lag, budget)
+    if budget.out():
+        return _Result("unknown", 0, []), search
+    return search.run(), search
+
+
+def _config_of(history: History, profile: str | None) -> dict[str, Json]:
+    config = dict(history.header.config)
+    if profile is not None:
+        system = get_system(history.header.system)
+        if profile not in system.profiles:
+            raise ValueError(f"{history.header.system} has no profile {profile!r}; "
+                             f"known: {', '.join(system.profiles)}")
+        config.update(system.config(profile))
+        config["profile"] = profile
+    return config
+
+
+def check_history(history: History, *, profile: str | None = None, budget: float | None = None,
+                  max_timer_lag: int = DEFAULT_MAX_TIMER_LAG, partition: bool = True,
+                  shrink: bool = True) -> Verdict:
+    """The verdict on a history: linearizable, not linearizable (with a shrunk
+    counterexample), or unknown when `budget` seconds ran out first (saying how far the
+    search got). `partition=False` checks the whole history in one search (for tests)."""
+    started = time.monotonic()
+    system, clock = history.header.system, history.header.clock
+    config = _config_of(history, profile)
+    fresh = get_system(system).model()
+    try:
+        fresh.reset(config)  # a config the model refuses is bad input, said before any search
+    finally:
+        getattr(fresh, "close", lambda: None)()
+    events = history.events
+    clock_budget = _Budget(budget)
+    hooks = concurrency_of(system)
+    parts = partitions(events, hooks) if partition else ([list(range(len(events)))] if events else [])
+    parts.sort(key=len)
+    states, decided, progress, failing = 0, 0, None, None
+    for part in parts:
+        result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
+                                 clock_budget)
+        states += result.states
+        if result.status == "linearizable":
+            decided += 1
+        elif result.status == "not linearizable":
+            failing = (part, result, search)
+            break
+        else:
+            placed = sum(1 for p in result.best if p.call is not None)
+            if progress is None or placed > progress[0]:
+                progress = (placed, len(part))
+    verdict = Verdict("linearizable", system, clock, config, len(events), len(parts), decided, states,
+                      0.0, max_timer_lag, history_events=events)
+    if failing is not None:
+        verdict.status, verdict.progress = "not linearizable", None
+        part, result, search = failing
+        if shrink:
+            verdict.counterexample = shrink_counterexample(
+                history, part, system, config, clock, max_timer_lag,
+                budget=budget)
+        else:
+            verdict.counterexample = Counterexample([events[i] for i in part], part,
+                                                    search.stuck(result), False, 0)
+    elif progress is not None or decided < len(parts):
+        verdict.status, verdict.progress = "unknown", progress or (0, 0)
+    if history.truncated:
+        verdict.notes.append("the history's last line was cut short; the calls before it were checked")
+    verdict.seconds = time.monotonic() - started
+    return verdict
+
+
+def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
+                          clock: str, lag: int, *, budget: float | None) -> Counterexample:
+    """Drop whole clients, then single calls, while the rest stays non-linearizable; then
+    check that removing any one call of what is left makes it linearizable (minimality).
+
+    Each check has its own slice of `budget`; a check that runs out counts as "not shown
+    non-linearizable", so the shrunk history is always a proved counterexample, and its
+    minimality is claimed only when every removal was decided."""
+    events = history.events
+    overall = _Budget(budget)
+    checks = 0
+
+    def fails(subset: list[int]) -> tuple[bool, bool]:
+        """(not linearizable, decided)"""
+        nonlocal checks
+        checks += 1
+        sub = [events[i] for i in subset]
+        hooks = concurrency_of(system)
+        for group in partitions(sub, hooks):
+            result, _ = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
+                                lag, overall)
+            if result.status == "not linearizable":
+                return True, True
+            if result.status == "unknown":
+                return False, False
+        return False, True
+
+    current = list(part)
+    for client in sorted({events[i].client for i in current}):
+        candidate = [i for i in current if events[i].client != client]
+        if candidate and fails(candidate)[0]:
+            current = candidate
+    changed = True
+    while changed and not overall.out():
+        changed = False
+        for position in range(len(current)):
+            candidate = current[:position] + current[position + 1:]
+            if candidate and fails(candidate)[0]:
+                current, changed = candidate, True
+                break
+    minimal = True
+    for position in range(len(current)):
+        candidate = current[:position] + current[position + 1:]
+        failed, decided = fails(candidate) if candidate else (False, True)
+        if failed or not decided:
+            minimal = False
+            break
+    # The counterexample's own report; a shrink cut short by its budget may leave many calls.
+    final_budget = _Budget(None if budget is None else max(budget, 5.0))
+    result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
+    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks)
