@@ -1,100 +1,19 @@
-"""Divergence classes: what makes two failures of a target "the same difference".
+"""A campaign's memory of what no longer fails it: the divergence classes it has found,
+and the declared differences a found class has shown to apply.
 
-A campaign reports each class once, with its own shrunk counterexample. A class is
-
-    (kind, op, requirement IDs, path)
-
-- kind: `response` (the step's answer differs), `state` (the whole observable state after
-  the step differs), `target raised` (the target raised or could not answer at all) or
-  `state survives reset` (the target answers the same steps differently after a reset);
-- op: the operation of the step where it showed;
-- requirement IDs: the spec/*.md requirements whose branches the model took in that step
-  (from its coverage tags, e.g. D-09.expired -> D-09), sorted;
-- path: the first differing JSON path, list indices written `[]` so that the same field
-  of any element is one path (`$.status`, `$.ok[].expires_at`, `$.schedules[].nextRunAt`);
-  a list of another length, a missing or an extra key is the path of the list or key.
-
-A `target raised` class is where the target raised rather than where the model was: the
-exception's type and the innermost frame of the target's code (`ZeroDivisionError at
-book.py:56`; just the type for a program that died or a call past its deadline). Its op
-and requirement IDs are those of the first step found raising there, and do not tell
-classes apart: one raise site in the target is one bug, whichever op reached it.
-
-A found class is masked for the rest of the search: a difference of the same kind, op and
-requirement IDs at one of the paths that differed in its counterexample no longer fails.
+What a class is, and how a step's difference is classified, is the judge's
+(duespec.judge). A found class is masked for the rest of the search: a difference of the
+same kind, op and requirement IDs at one of the paths that differed in its counterexample
+no longer fails.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from duespec.targets.interface import Json, same_json
-
-RESPONSE, STATE, TARGET_RAISED, STATE_SURVIVES_RESET = (
-    "response", "state", "target raised", "state survives reset")
-
-
-def requirement_of(tag: str) -> str:
-    """"D-09.not_due" -> "D-09"."""
-    return tag.split(".", 1)[0]
-
-
-def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({requirement_of(tag) for tag in tags}))
-
-
-@dataclass(frozen=True)
-class DivergenceClass:
-    kind: str
-    op: str
-    requirements: tuple[str, ...]
-    path: str
-    #: Every path that differed at the class's step (masking covers them all).
-    paths: tuple[str, ...] = field(default=(), compare=False)
-
-    def label(self) -> str:
-        requirements = ", ".join(self.requirements) or "no requirement reached"
-        return f"{self.kind} {self.op} {self.path} [{requirements}]"
-
-    def masks(self, kind: str, op: str, requirements: tuple[str, ...], path: str) -> bool:
-        if kind == TARGET_RAISED:
-            return self.kind == TARGET_RAISED and path == self.path
-        return (kind == self.kind and op == self.op and requirements == self.requirements
-                and any(covers(mine, path) for mine in self.paths or (self.path,)))
-
-    def to_json(self) -> dict[str, Json]:
-        return {"kind": self.kind, "op": self.op, "requirements": list(self.requirements),
-                "path": self.path}
-
-
-def covers(pattern: str, path: str) -> bool:
-    """`$.schedules` covers `$.schedules[].nextRunAt`; `$` covers everything."""
-    return (path == pattern or pattern == "$"
-            or (path.startswith(pattern) and path[len(pattern)] in ".["))
-
-
-def differing_paths(expected: Json, actual: Json, path: str = "$") -> list[str]:
-    """Every place where two JSON values differ, indices normalised to `[]`, in order."""
-    found: list[str] = []
-    _collect(expected, actual, path, found)
-    return list(dict.fromkeys(found))
-
-
-def _collect(expected: Json, actual: Json, path: str, found: list[str]) -> None:
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        for key in sorted(set(expected) | set(actual), key=str):
-            sub = f"{path}.{key}"
-            if key in expected and key in actual:
-                _collect(expected[key], actual[key], sub, found)
-            else:
-                found.append(sub)
-    elif isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
-        for e, a in zip(expected, actual):
-            _collect(e, a, f"{path}[]", found)
-    elif not same_json(expected, actual):
-        found.append(path)
+from duespec.judge import DivergenceClass, FindingKind
 
 
 @dataclass
@@ -113,7 +32,7 @@ class Masks:
     #: label -> runs that ended at a masked state difference (or a masked target failure).
     runs_ended: Counter[str] = field(default_factory=Counter)
 
-    def mask_of(self, kind: str, op: str, requirements: tuple[str, ...], path: str) -> str | None:
+    def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
         for entry in self.active:
             if entry.matches(kind, op, requirements, path, self.profile):
                 return f"declared: {entry.describe()}"
@@ -122,13 +41,13 @@ class Masks:
                 return f"found: {found.label()}"
         return None
 
-    def declaring(self, kind: str, op: str, requirements: tuple[str, ...], path: str) -> Any:
+    def declaring(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> Any:
         for entry in self.declared:
             if entry.matches(kind, op, requirements, path, self.profile):
                 return entry
         return None
 
-    def classify(self, kind: str, op: str, requirements: tuple[str, ...],
+    def classify(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
                  paths: list[str]) -> tuple[DivergenceClass | None, list[str]]:
         """The class of a difference at `paths` (None when every path is masked), and the
         labels of the masks that covered the others."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duespec.campaigns.classes import RESPONSE, STATE, covers
+from duespec.judge import FindingKind, covers
 
 if TYPE_CHECKING:
     from duespec.systems import System
@@ -39,14 +39,14 @@ class DeclaredError(ValueError):
 @dataclass(frozen=True)
 class Declared:
     reason: str
-    #: RESPONSE or STATE.
-    where: str
+    #: FindingKind.RESPONSE or FindingKind.STATE.
+    where: FindingKind
     path: str
     op: str | None = None
     requirement: str | None = None
     profile: str | None = None
 
-    def matches(self, kind: str, op: str, requirements: tuple[str, ...], path: str,
+    def matches(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str,
                 profile: str) -> bool:
         return (kind == self.where and (self.op is None or op == self.op)
                 and (self.requirement is None or self.requirement in requirements)
@@ -96,7 +96,7 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
     reason = entry.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise fail('needs a "reason": a non-empty string saying why the difference is accepted')
-    places = [key for key in (RESPONSE, STATE) if key in entry]
+    places = [key for key in (FindingKind.RESPONSE, FindingKind.STATE) if key in entry]
     if len(places) != 1:
         raise fail('needs exactly one of "response" or "state": the JSON path that may differ, '
                    'e.g. response = "$.status" or state = "$.schedules[].nextRunAt"')
