@@ -63,8 +63,9 @@ class LockstepMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.oracle: Target = type(self).oracle_factory()
+        self.target: Target | None = None
         try:
-            self.target: Target = type(self).target_factory()
+            self.target = type(self).target_factory()
         except Exception as error:
             self.act_on(raised_verdict(None, "reset", error, masks=self.masks), error)
         self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags)
@@ -132,10 +133,9 @@ class LockstepMachine(RuleBasedStateMachine):
         if reached:
             type(self).depths.append(reached)
         self.oracle.close()
-        target = getattr(self, "target", None)
         in_flight = sys.exc_info()[1]  # Hypothesis tears down in a `finally`
         try:
-            close_target(target)
+            close_target(self.target)
         except Exception as error:
             if in_flight is None:
                 self.act_on(raised_verdict(self.steps[-1] if self.steps else None, "close", error,
