@@ -101,12 +101,14 @@ def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DivergenceClass:
-    """What makes two failures of a target "the same difference"; a campaign reports each
-    class once, with its own shrunk counterexample."""
+    """What makes two failures of a target "the same difference": one cause, one class.
+    A campaign reports each class once, with its own shrunk counterexample. The
+    requirement IDs are those of the counterexample's step; the same difference reached
+    through other requirements is the same class (the campaign lists every set it saw)."""
 
     kind: FindingKind
     op: str
-    requirements: tuple[str, ...]
+    requirements: tuple[str, ...] = field(compare=False)
     path: str
     #: Every path that differed at the class's step (masking covers them all).
     paths: tuple[str, ...] = field(default=(), compare=False)
@@ -115,12 +117,12 @@ class DivergenceClass:
         requirements = ", ".join(self.requirements) or "no requirement reached"
         return f"{self.kind} {self.op} {self.path} [{requirements}]"
 
-    def masks(self, kind: str, op: str, requirements: tuple[str, ...], path: str) -> bool:
+    def masks(self, kind: str, op: str, path: str) -> bool:
         """Whether a later difference is this class again: a raise at the same site, or the
-        same kind, op and requirement IDs at one of the paths that differed here."""
+        same kind and op at one of the paths that differed here (or under one)."""
         if kind == FindingKind.TARGET_RAISED:
             return self.kind == FindingKind.TARGET_RAISED and path == self.path
-        return (kind == self.kind and op == self.op and requirements == self.requirements
+        return (kind == self.kind and op == self.op
                 and any(covers(mine, path) for mine in self.paths or (self.path,)))
 
     def to_json(self) -> dict[str, Json]:
@@ -152,6 +154,9 @@ class Difference:
     #: For `target raised`: what was raised, and its innermost frames.
     raised: str | None = None
     frames: tuple[str, ...] = ()
+    #: Set when the target's state had already differed at declared paths earlier in the
+    #: run: this difference may follow from that one (what masked it, and since which step).
+    after_declared: str | None = None
 
     @property
     def kind(self) -> FindingKind:
@@ -172,10 +177,15 @@ class Difference:
             if self.frames:
                 lines.append("  innermost frames:")
                 lines.extend(f"    {frame}" for frame in self.frames)
-            return "\n".join(lines)
-        return describe_divergence(self.step, self.kind, self.expected, self.actual,
-                                   self.requirements if with_requirements else None,
-                                   self.messages, self.exchange)
+            text = "\n".join(lines)
+        else:
+            text = describe_divergence(self.step, self.kind, self.expected, self.actual,
+                                       self.requirements if with_requirements else None,
+                                       self.messages, self.exchange)
+        if self.after_declared is not None:
+            text += (f"\n  (the target's state had already differed from the model's at declared "
+                     f"paths, {self.after_declared}: this difference may follow from that one)")
+        return text
 
 
 class Divergence(AssertionError):
@@ -203,17 +213,28 @@ class TargetRaised(TargetError):
         return self.difference.divergence_class
 
 
+#: How a mask's label starts: a declared difference, or a class the campaign already found.
+DECLARED, FOUND = "declared: ", "found: "
+
+
 @dataclass(frozen=True)
 class Masked:
     """A difference the campaign no longer fails on."""
 
-    #: What masked each differing place ("declared: ...", "found: ...").
+    #: What masked each differing place (DECLARED ..., FOUND ...).
     labels: tuple[str, ...]
-    #: Nothing after it can be compared (a state difference, a target that raised).
+    #: Nothing after it can be compared: a found class's state difference (or the state
+    #: after its response), a target that raised. A declared difference never ends a run:
+    #: what it does not name is still compared, at this step and every later one.
     ends_run: bool
     #: The masks covered differing places, which count as not compared; False for a run
     #: ended by a masked difference's consequence or a masked raise.
     skipped: bool = True
+
+    @property
+    def declared(self) -> bool:
+        """Every place it masked is a declared difference."""
+        return all(label.startswith(DECLARED) for label in self.labels)
 
 
 Verdict = Difference | Masked | None
@@ -228,7 +249,7 @@ class MaskPolicy(Protocol):
         labels of the masks that covered the others."""
 
     def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
-        """The label of what masks this one place, or None."""
+        """The label of what masks this one place (DECLARED ..., FOUND ...), or None."""
 
 
 # --- the verdicts ---
@@ -238,16 +259,24 @@ def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, a
                      after_masked_response: str | None = None,
                      messages: tuple[Json, Json] = (None, None), exchange: str | None = None) -> Verdict:
     """The verdict on two answers (kind RESPONSE, prose already left out) or two states
-    (STATE) known to differ. `after_masked_response`: the label of the mask that let this
-    step's response go uncompared; a state that differs after it is its consequence, not
-    a new class, and ends the run there."""
+    (STATE) known to differ.
+
+    Masks are exact: a declared difference masks the places it names and nothing else,
+    so whatever else differs in the answer or the state is judged as ever, and the run
+    goes on past it. A found class (the campaign already fails on it) ends the run at a
+    state difference: nothing after it could be compared honestly. `after_masked_response`:
+    the label of a found class that let this step's response go uncompared; a state that
+    differs after it is that class's consequence, not a new class, and ends the run."""
     paths = differing_paths(expected, actual) or ["$"]
     if masks is None:
         found: DivergenceClass | None = DivergenceClass(kind, step["op"], requirements, paths[0], tuple(paths))
     else:
         found, labels = masks.classify(kind, step["op"], requirements, paths)
         if found is None:
-            return Masked(tuple(labels), ends_run=kind == FindingKind.STATE)
+            masked = Masked(tuple(labels), ends_run=False)
+            if kind == FindingKind.STATE and not masked.declared:
+                return Masked(masked.labels, ends_run=True)
+            return masked
         if kind == FindingKind.STATE and after_masked_response is not None:
             return Masked((after_masked_response,), ends_run=True, skipped=False)
     return Difference(found, step, expected, actual, messages, exchange)
@@ -343,8 +372,10 @@ class StepJudge:
         self.steps: list[dict[str, Json]] = []
         #: The oracle's coverage tags in the latest step.
         self.latest_tags: tuple[str, ...] = ()
-        #: (step index, mask label) of the latest response that went uncompared.
+        #: (step index, label) of the latest response a found class kept from being compared.
         self.masked_response: tuple[int, str] = (-1, "")
+        #: Since which step, and by what, the target's state has differed at declared paths.
+        self.declared_state: str | None = None
         self._observed: dict[str, Json] = {}
         self._observed_at = -1
         self._fast = fast_checks(target) if trusts(target) else None
@@ -356,6 +387,7 @@ class StepJudge:
         reset fails is judged."""
         self.oracle.reset(dict(config))
         self._observed_at = -1  # the oracle's state changed with no step taken
+        self.declared_state = None
         try:
             self.target.reset(dict(config))
         except Exception as error:
@@ -381,13 +413,13 @@ class StepJudge:
         try:
             actual = self.target.step(op, args, now) if check is None else check(step)
         except Exception as error:
-            return expected, raised_verdict(step, op, error, self.requirements(), self.masks)
+            return expected, self._noted(raised_verdict(step, op, error, self.requirements(), self.masks))
         if actual is None and check is not None:
             return expected, None  # the target's own adapter found its answer equal to this one
         verdict = response_verdict(step, expected, actual, self.requirements, self.masks, exchange_of(self.target))
-        if type(verdict) is Masked:
+        if type(verdict) is Masked and not verdict.declared:
             self.masked_response = (step["i"], verdict.labels[0])
-        return expected, verdict
+        return expected, self._noted(verdict)
 
     def oracle_state(self) -> dict[str, Json]:
         """The oracle's observable state after the latest step, observed once per step."""
@@ -407,11 +439,20 @@ class StepJudge:
                 return None
             actual = self.target.observe()
         except Exception as error:
-            return raised_verdict(step, step["op"], error, self.requirements(), self.masks)
+            return self._noted(raised_verdict(step, step["op"], error, self.requirements(), self.masks))
         index, label = self.masked_response
-        return state_verdict(step, expected, actual, self.requirements, self.masks,
-                             after_masked_response=label if index == step["i"] else None,
-                             exchange=exchange_of(self.target))
+        verdict = state_verdict(step, expected, actual, self.requirements, self.masks,
+                                after_masked_response=label if index == step["i"] else None,
+                                exchange=exchange_of(self.target))
+        if type(verdict) is Masked and verdict.declared and self.declared_state is None:
+            self.declared_state = f"since step {step['i']} ({verdict.labels[0]})"
+        return self._noted(verdict)
+
+    def _noted(self, verdict: Verdict) -> Verdict:
+        """A difference found after the target's state had differed at declared paths says so."""
+        if type(verdict) is Difference and self.declared_state is not None:
+            verdict.after_declared = self.declared_state
+        return verdict
 
 
 # --- how a difference reads ---

@@ -54,7 +54,7 @@ def verdict_line(result: CampaignResult, target: str) -> str:
         declared = sum(1 for finding in result.findings if finding.declared)
         line += (f": {len(result.findings)} divergence class{'es' if len(result.findings) > 1 else ''}, "
                  f"{declared} declared")
-    return line
+    return f"{line}; {result.runs_ended_early()}"
 
 
 def depth_line(result: CampaignResult) -> str:
@@ -127,7 +127,7 @@ def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
 def finding_details(args: argparse.Namespace, result: CampaignResult, number: int, finding: Finding,
                     trace: Path | None, trace_problem: str | None) -> str:
     """Everything a person (or a CI log) needs about one divergence class."""
-    status = ("DECLARED: " + "; ".join(entry.reason for entry in finding.declared)
+    status = ("DECLARED: " + "; ".join(dict.fromkeys(entry.reason for entry in finding.declared))
               if finding.declared else "not declared")
     lines = [f"class {number} of {len(result.findings)}: {finding.label} ({status})", finding.summary]
     if finding.kind == FindingKind.HARNESS_ERROR:
@@ -177,8 +177,9 @@ def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str
     rows = [("#", "class", "requirements", "steps", "status", "trace")]
     for number, (finding, trace) in enumerate(zip(result.findings, traces), 1):
         found = finding.divergence_class
+        sets = result.masks.requirement_sets_of(found) if found and result.masks else [found.requirements] if found else []
         rows.append((str(number), found.label().rsplit(" [", 1)[0] if found else finding.kind,
-                     ", ".join(found.requirements) if found and found.requirements else "-",
+                     " | ".join(", ".join(ids) or "-" for ids in sets) or "-",
                      str(len(finding.counterexample)),
                      "declared" if finding.declared else "NOT DECLARED", str(trace or "-")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

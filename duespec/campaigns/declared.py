@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duespec.judge import FindingKind, covers
+from duespec.judge import FindingKind
 
 if TYPE_CHECKING:
     from duespec.systems import System
 
 REQUIREMENT_ID = re.compile(r"^[A-Z]{1,4}-\d{2,3}$")
-PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\])*$")
+PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\*?\])*$")
 KEYS = {"reason", "op", "requirement", "response", "state", "profile"}
 
 
@@ -51,7 +51,7 @@ class Declared:
         return (kind == self.where and (self.op is None or op == self.op)
                 and (self.requirement is None or self.requirement in requirements)
                 and (self.profile is None or profile == self.profile)
-                and covers(self.path, path))
+                and path == self.path)
 
     def describe(self) -> str:
         scope = " ".join(part for part in (
@@ -103,6 +103,7 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
     path = entry[places[0]]
     if not isinstance(path, str) or not PATH.match(path):
         raise fail(f"{places[0]} path {path!r} is not a path like $, $.status or $.open[].due_at")
+    path = path.replace("[*]", "[]")  # any element of a list, as differing paths are written
     op, requirement, profile = entry.get("op"), entry.get("requirement"), entry.get("profile")
     if op is not None and op not in system.operations:
         raise fail(f"{system.name} has no op {op!r}; known: {', '.join(system.operations)}")

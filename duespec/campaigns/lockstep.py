@@ -7,11 +7,12 @@ observable states. Every run records its steps, so the shrunk failing run can be
 out as a trace.
 
 What the judge finds, this machine acts on: a difference fails the run (Hypothesis then
-shrinks it); a masked one (a class already found, or a declared difference) does not: a
-masked response goes uncompared and the run goes on if the state after the step still
-agrees; a state that differs after a masked response (its consequence), a masked state
-difference or a masked target failure ends the run there, as nothing after it could be
-compared.
+shrinks it); a masked one (a class already found, or a declared difference) does not. A
+declared difference masks exactly the places it names: the rest of the answer and the
+state are still compared and the run goes on. A class already found ends the run at its
+state difference (or the state after its masked response), as does a masked target
+failure: nothing after it could be compared. Every run ended early is counted with its
+reason (Masks.runs_ended), for the verdict line.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class LockstepMachine(RuleBasedStateMachine):
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on both sides; return the oracle's response for the rules to use."""
         if op in self.excluded_ops:
+            if self.masks is not None:
+                self.masks.runs_ended[f"a rule took op {op}, which the campaign leaves out (--ops/--skip-ops)"] += 1
             reject()
         expected, verdict = self.judge.step(op, args, now)
         type(self).total_steps += 1

@@ -118,14 +118,24 @@ class CampaignResult:
     def ok(self) -> bool:
         return self.failure is None
 
+    def runs_ended_early(self) -> str:
+        """How many runs ended before their last step, and why: for the verdict line."""
+        ended = self.masks.runs_ended if self.masks is not None else Counter()
+        total = sum(ended.values())
+        if not total:
+            return "0 runs ended early"
+        reasons = [f"{count:,} {label}" for label, count in ended.most_common(3)]
+        more = f"; and {len(ended) - 3} more reasons under 'not compared'" if len(ended) > 3 else ""
+        return f"{total:,} runs ended early ({'; '.join(reasons)}{more})"
+
     def not_compared(self) -> list[str]:
         """What the campaign did not compare, for the report: never silently dropped."""
         lines: list[str] = []
         if self.masks is not None:
             lines += [f"{count:,} steps: a difference not compared ({label})"
                       for label, count in self.masks.skipped.most_common()]
-            lines += [f"{count:,} runs ended at a masked difference, the steps after it not taken "
-                      f"({label})" for label, count in self.masks.runs_ended.most_common()]
+            lines += [f"{count:,} runs ended early, the steps after it not taken ({label})"
+                      for label, count in self.masks.runs_ended.most_common()]
         if self.scope is not None:
             lines.append(self.scope.describe())
         return lines
