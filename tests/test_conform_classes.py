@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from duespec.campaigns.classes import covers, differing_paths
+from duespec.judge import covers, differing_paths
 from duespec.campaigns.run import CampaignResult, write_failure_trace
 from duespec.campaigns.scope import ScopeError, scope_of
 from duespec.cli import main

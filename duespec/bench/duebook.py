@@ -307,6 +307,10 @@ class ImplOnlyDuebook(DuebookMachine):
     the target only and the rules read the target's state; no model, no comparison, no
     invariants. What a campaign costs beyond this is the harness."""
 
+    #: The step count at which the target's state was last observed, and that state.
+    _observed_at = -1
+    _observed: dict[str, Any] = {}
+
     def call(self, op: str, args: dict[str, Any], now: Any) -> dict[str, Any]:
         type(self).total_steps += 1
         response = self.target.step(op, args, now)

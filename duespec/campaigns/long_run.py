@@ -2,10 +2,12 @@
 run (50 steps) never goes: thousands of steps, a large book that fills, churns and drains.
 
 A seeded random workload of mostly successful calls drives the model and the target side
-by side; every response is compared, the whole state every STATE_EVERY steps and at the
-end (the workload reads the model's state as of the last comparison). A divergence becomes an ordinary failed CampaignResult whose counterexample is every
-step up to it, so conform writes the trace and prints the replay command as for any
-campaign. The workload per system is below; duebook's is the project's own long run
+by side, every step judged as a campaign's (duespec.judge): every response, the whole
+state every STATE_EVERY steps and at the end (the workload reads the model's state as of
+the last comparison). A difference is classified as a campaign's failure is (the same
+class, requirement IDs and reset-leak check), and becomes an ordinary failed
+CampaignResult whose counterexample is every step up to it, so conform writes the trace
+and prints the replay command as for any campaign. The workload per system is below; duebook's is the project's own long run
 (tests/test_duebook_long_run.py), made available to every target."""
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ import random
 import time
 from typing import Any, Callable
 
-from duespec.campaigns.classes import TARGET_RAISED, DivergenceClass, differing_paths
-from duespec.campaigns.lockstep import Divergence, exception_details
-from duespec.campaigns.run import DIVERGENCE, TARGET_ERROR, CampaignResult, Finding
+from duespec.campaigns.run import CampaignResult, finding_of
 from duespec.coverage import collecting
 from duespec.systems import System
-from duespec.targets.interface import Json, TargetError, TargetFactory, comparable, responses_agree, same_json
+from duespec.judge import Difference, Divergence, StepJudge, TargetRaised, Verdict
+from duespec.targets.interface import Json, TargetFactory, close_quietly
 
 #: Steps between whole-state comparisons (every response is compared at every step).
 STATE_EVERY = 250
@@ -96,42 +97,32 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
     config = configure(system.config(profile))
     rng = random.Random(seed)
     oracle, actual = system.model(), target()
-    taken: list[dict[str, Json]] = []
-    failure = kind = None
-    finding: Finding | None = None
+    verdict: Verdict = None
     started = time.perf_counter()
-    with collecting() as coverage:
+    with collecting() as coverage, collecting() as step_tags:
+        judge = StepJudge(oracle, actual, tags=step_tags)
         try:
-            oracle.reset(dict(config))
-            actual.reset(dict(config))
-            state, now = oracle.observe(), 0 if system.name == "duebook" else 1_735_689_600_000
+            verdict = judge.reset(config)
+            state, now = judge.oracle_state(), 0 if system.name == "duebook" else 1_735_689_600_000
             for i in range(steps):
+                if verdict is not None:
+                    break
                 op, args, now = workload(rng, state, now)
-                expected = oracle.step(op, args, now)
-                step = {"i": i, "op": op, "args": args, "now": now, "result": expected}
-                taken.append(step)
-                answer = actual.step(op, args, now)
-                if not responses_agree(expected, answer):
-                    raise Divergence(step, "response", comparable(expected), comparable(answer))
-                if (i + 1) % STATE_EVERY == 0 or i == steps - 1:
-                    state, observed = oracle.observe(), actual.observe()
-                    if not same_json(state, observed):
-                        raise Divergence(step, "state", state, observed)
-        except (Divergence, TargetError) as error:
-            failure = f"{type(error).__name__}: {error}"
-            op = taken[-1]["op"] if taken else "reset"
-            if isinstance(error, Divergence):
-                kind, paths = DIVERGENCE, differing_paths(error.expected, error.actual) or ["$"]
-                found = DivergenceClass(error.kind, op, (), paths[0], tuple(paths))
-            else:
-                kind, site = TARGET_ERROR, exception_details(error)[3]
-                found = DivergenceClass(TARGET_RAISED, op, (), site, (site,))
-            finding = Finding(kind, found, failure, failure, list(taken), config=config)
+                _, verdict = judge.step(op, args, now)
+                if verdict is None and ((i + 1) % STATE_EVERY == 0 or i == steps - 1):
+                    verdict, state = judge.state(), judge.oracle_state()
         finally:
-            oracle.close()
-            actual.close()
+            close_quietly(oracle)
+            close_quietly(actual)
+    taken = judge.steps
+    findings = []
+    if isinstance(verdict, Difference):
+        error = Divergence(verdict) if verdict.kind.compared else TargetRaised(verdict)
+        findings.append(finding_of(error, list(taken), system.model, target, config))
+    first = findings[0] if findings else None
     return CampaignResult(
         system=system.name, profile=profile, seed=seed, examples=1, steps=len(taken),
-        seconds=time.perf_counter() - started, coverage=coverage, failure=failure,
-        counterexample=taken if failure else [], config=config, failure_kind=kind,
-        failure_summary=failure, findings=[finding] if failure else [])
+        seconds=time.perf_counter() - started, coverage=coverage,
+        failure=first.failure if first else None, counterexample=first.counterexample if first else [],
+        config=config, failure_kind=first.kind if first else None,
+        failure_summary=first.summary if first else None, findings=findings)

@@ -21,7 +21,8 @@ from hypothesis.stateful import initialize, precondition, rule
 from duespec.impl.schedules import ScheduleServer, occurrences_due
 from duespec.impl.schedules_sql import StoreInUse
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
-from duespec.campaigns.lockstep import LockstepMachine, state_diff
+from duespec.campaigns.lockstep import LockstepMachine
+from duespec.jsondiff import state_diff
 from duespec.model import schedules as model
 from duespec.model.schedules.clock import MAX_TIME, next_run
 from duespec.model.schedules.expand import expand
