@@ -70,7 +70,7 @@ def resolve(system: System, spec: str, *, timeout: float = DEFAULT_TIMEOUT,
 def _http_factory(system: System, spec: str, timeout: float) -> TargetFactory:
     from duespec.wire.http_target import HttpTargetFactory, check_url
 
-    if system.name != "schedules":
+    if not system.http_targets:
         raise TargetSpecError(f"{spec!r}: HTTP targets speak Resonate's protocol, so only for schedules")
     problem = check_url(spec)
     if problem:
