@@ -263,8 +263,6 @@ class ImplTarget:
         self.book = None
 
 
-
-
 class ImpliedState:
     """The observable state a duebook run's responses imply (D-26): a successful schedule
     returns the whole new deferral and takes the next id (D-03, D-04), a successful claim,

@@ -16,7 +16,6 @@ def fork_model(target: ModelTarget) -> ModelTarget:
     return copy
 
 
-
 # Every call may touch every key: `schedule` allocates the one next_id and is refused
 # at the cap on open deferrals, which every claim, cancel and expire moves. Expiry is
 # an op a caller sends, never a background timeout.

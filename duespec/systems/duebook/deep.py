@@ -42,6 +42,8 @@ class DeepRuns:
     def is_deep(self) -> bool:
         return self.deep
 
+    # --- the opening of a deep run: a tour of the implementation's index, or a fill ---
+
     def tour_size(self, already_open: int) -> tuple[int, int]:
         """The tour's deferrals, to TOUR_OPEN open, and its inserts (times `--depth`)."""
         return max(1, round(TOUR_OPEN * self.depth) - already_open), max(1, round(TOUR_INSERTS * self.depth))

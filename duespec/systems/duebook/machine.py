@@ -241,6 +241,7 @@ class DuebookMachine(DeepRuns, LockstepMachine):
         elif self.deep:
             self.fill(fill_size, fill_pattern)
         return multiple(*(id for id in scheduled if type(id) is int))
+
     @rule(target=ids, owner=OWNERS, delay=mostly(DELAYS, ODD_DURATIONS, one_in=6),
           ttl=mostly(TTLS, ODD_DURATIONS, one_in=6))
     def schedule(self, owner: Json, delay: Json, ttl: Json) -> Any:
@@ -398,6 +399,7 @@ class DuebookMachine(DeepRuns, LockstepMachine):
         """The same for expiry: at the last open expires_at, every expiring one is late."""
         self.now = max(d["expires_at"] for d in self.state["open"])
         self.expirable(limit)
+
     # --- the clock ---
 
     @rule(ticks=st.integers(0, 5))

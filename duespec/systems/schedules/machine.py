@@ -372,6 +372,7 @@ class SchedulesMachine(PromisesAndTasks, LockstepMachine):
             cursor = self.act("schedule.search", {"limit": 2}).get("cursor")
             if isinstance(cursor, str):
                 self.act("schedule.search", {"limit": 2, "cursor": cursor})
+
     # --- state invariants (on the oracle, whose state the target has matched) ---
 
     def check_properties(self) -> None:
