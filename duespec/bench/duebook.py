@@ -32,7 +32,8 @@ from duespec.campaigns.lockstep import lockstep
 from duespec.campaigns.run import run_campaign, without_local_constants
 from duespec.impl import duebook as impl
 from duespec.model import duebook as model
-from duespec.systems.duebook import SYSTEM, DuebookMachine, ImplTarget
+from duespec.systems.duebook import SYSTEM, ImplTarget
+from duespec.systems.duebook.machine import DuebookMachine
 
 SECTION = "duebook"
 OWNERS = tuple(f"g1owner{n:03d}" for n in range(50))

@@ -30,8 +30,8 @@ from duespec.campaigns.run import (
     write_failure_trace,
 )
 from duespec.campaigns.scope import ScopeError, scope_of
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
 from duespec.judge import FindingKind
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, UsageError
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.systems import NAMES, System, get_system

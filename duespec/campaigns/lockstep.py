@@ -22,9 +22,10 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from hypothesis import reject
-from hypothesis.stateful import RuleBasedStateMachine, invariant
+from hypothesis.stateful import invariant
 
 from duespec.campaigns.classes import Masks
+from duespec.systems.machine import ProtocolMachine
 from duespec.judge import (
     Difference,
     Divergence,
@@ -38,8 +39,9 @@ from duespec.judge import (
 from duespec.targets.interface import Json, Target, TargetFactory, close_target
 
 
-class LockstepMachine(RuleBasedStateMachine):
-    """Base class; a campaign sets the class attributes below on a fresh subclass."""
+class LockstepMachine(ProtocolMachine):
+    """The campaign's side of a system's ProtocolMachine: `lockstep` binds the system's
+    rules to it and sets the class attributes below on the class it makes."""
 
     oracle_factory: ClassVar[TargetFactory]
     target_factory: ClassVar[TargetFactory]
@@ -81,10 +83,6 @@ class LockstepMachine(RuleBasedStateMachine):
         self.act_on(self.judge.reset(config))
         type(self).last_config = dict(config)
 
-    def depth_reached(self) -> dict[str, int]:
-        """Named sizes this run reached (ids allocated, entries open...), for the report."""
-        return {}
-
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on both sides; return the oracle's response for the rules to use."""
         if op in self.excluded_ops:
@@ -124,9 +122,6 @@ class LockstepMachine(RuleBasedStateMachine):
             self.act_on(self.judge.state())
         self.check_properties()
 
-    def check_properties(self) -> None:
-        """A system's own invariants; each failure raises AssertionError naming its property."""
-
     def oracle_state(self) -> dict[str, Json]:
         """The oracle's observable state after the latest step, observed once per step."""
         return self.judge.oracle_state()
@@ -145,12 +140,13 @@ class LockstepMachine(RuleBasedStateMachine):
                                            self.judge.requirements(), self.masks), error)
 
 
-def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetFactory,
+def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetFactory,
              config: dict[str, Any], masks: Masks | None = None,
              excluded_rules: frozenset[str] = frozenset(),
              excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0) -> type[LockstepMachine]:
-    """A runnable machine class: `base`'s rules but `excluded_rules`, this oracle, this
-    target, this config, these masks, this depth."""
+    """A runnable machine class: a system's rules (`base`) but `excluded_rules`, bound to
+    a LockstepMachine (unless `base` already is one), with this oracle, this target, this
+    config, these masks, this depth."""
     attributes: dict[str, Any] = {
         "oracle_factory": staticmethod(oracle),
         "target_factory": staticmethod(target),
@@ -165,11 +161,12 @@ def lockstep(base: type[LockstepMachine], oracle: TargetFactory, target: TargetF
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))
-    return type(base.__name__, (base,), attributes)
+    bases = (base,) if issubclass(base, LockstepMachine) else (base, LockstepMachine)
+    return type(base.__name__, bases, attributes)  # type: ignore[return-value]
 
 
 def _plain(rule: Any) -> Any:
-    def not_a_rule(self: LockstepMachine, *args: Any, **kwargs: Any) -> Any:
+    def not_a_rule(self: ProtocolMachine, *args: Any, **kwargs: Any) -> Any:
         return rule(self, *args, **kwargs)
     not_a_rule.__name__ = not_a_rule.__qualname__ = rule.__name__
     return not_a_rule

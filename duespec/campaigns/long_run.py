@@ -7,14 +7,14 @@ state every STATE_EVERY steps and at the end (the workload reads the model's sta
 the last comparison). A difference is classified as a campaign's failure is (the same
 class, requirement IDs and reset-leak check), and becomes an ordinary failed
 CampaignResult whose counterexample is every step up to it, so conform writes the trace
-and prints the replay command as for any campaign. The workload per system is below; duebook's is the project's own long run
-(tests/test_duebook_long_run.py), made available to every target."""
+and prints the replay command as for any campaign. Each system brings its workload
+(System.long_run); duebook's is the project's own long run (tests/test_duebook_long_run.py),
+made available to every target."""
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
 
 from duespec.campaigns.run import CampaignResult, finding_of
 from duespec.coverage import collecting
@@ -25,75 +25,12 @@ from duespec.targets.interface import Json, TargetFactory, close_quietly
 #: Steps between whole-state comparisons (every response is compared at every step).
 STATE_EVERY = 250
 
-Workload = Callable[[random.Random, dict[str, Json], int], tuple[str, dict[str, Json], int]]
-
-DUEBOOK_OWNERS = ("alice", "bob", "carol")
-#: Large enough to hold more than one index run of the implementation (1024 rows).
-DUEBOOK_CONFIG = {"max_open": 1500}
-
-
-def duebook_call(rng: random.Random, state: dict[str, Json], now: int) -> tuple[str, dict[str, Json], int]:
-    """Mostly calls that succeed, so the book fills, churns and drains."""
-    now += rng.choice((0, 0, 1, 3, 17))
-    known = rng.randrange(1, state["next_id"] + 1)
-    pick = rng.random()
-    if pick < 0.45:
-        return "schedule", {"owner": rng.choice(DUEBOOK_OWNERS), "delay": rng.randrange(0, 400),
-                            "ttl": rng.choice((0, rng.randrange(1, 600)))}, now
-    if pick < 0.65:
-        return "claim", {"id": known}, now
-    if pick < 0.75:
-        return "cancel", {"id": known, "caller": rng.choice(DUEBOOK_OWNERS)}, now
-    if pick < 0.85:
-        return "expire", {"id": known}, now
-    if pick < 0.92:
-        return "get", {"id": known}, now
-    return rng.choice(("claimable", "expirable")), {"limit": rng.choice((1, 10, 5000))}, now
-
-
-#: Hourly at most: with the clock moving up to an hour a step, promises grow by a few a step.
-SCHEDULE_CRONS = ("0 * * * *", "0 0 * * *", "30 9 * * mon-fri", "0 0 29 2 *", "@daily", "15 */6 * * *")
-MINUTE = 60_000
-
-
-def schedules_call(rng: random.Random, state: dict[str, Json], now: int) -> tuple[str, dict[str, Json], int]:
-    """Schedules come and go, promises are created and read, the clock runs forward by
-    minutes to hours and the environment ticks; the number of schedules stays small so
-    that catch-up work per step stays bounded."""
-    now += rng.choice((0, 1, 999, MINUTE, 7 * MINUTE, 60 * MINUTE))
-    pick = rng.random()
-    schedule_id = f"s{rng.randrange(6)}"
-    if pick < 0.15:
-        return "schedule.create", {
-            "id": schedule_id, "cron": rng.choice(SCHEDULE_CRONS), "promiseId": "{{.id}}.{{.timestamp}}",
-            "promiseTimeout": rng.choice((0, MINUTE, 60 * MINUTE)),
-            "promiseParam": {"headers": {}, "data": None},
-            "promiseTags": rng.choice(({}, {"resonate:target": "poll://any@workers"}))}, now
-    if pick < 0.22:
-        return "schedule.delete", {"id": schedule_id}, now
-    if pick < 0.32:
-        return "schedule.get", {"id": schedule_id}, now
-    if pick < 0.45:
-        return "promise.create", {"id": f"p{rng.randrange(50)}", "timeoutAt": now + rng.choice((0, MINUTE, 3600_000)),
-                                  "param": {"headers": {}, "data": None}, "tags": {}}, now
-    if pick < 0.6:
-        promises = state["promises"]
-        promise_id = rng.choice(promises)["id"] if promises else "p0"
-        return "promise.get", {"id": promise_id}, now
-    return "tick", {}, now
-
-
-WORKLOADS: dict[str, tuple[Workload, Callable[[dict[str, Any]], dict[str, Any]]]] = {
-    "duebook": (duebook_call, lambda config: {**config, **DUEBOOK_CONFIG}),
-    "schedules": (schedules_call, lambda config: config),
-}
-
 
 def run_long(system: System, target: TargetFactory, *, steps: int, profile: str | None = None,
              seed: int = 0) -> CampaignResult:
     """One run of `steps` steps; the verdict as a CampaignResult (one example)."""
     profile = profile or system.profiles[0]
-    workload, configure = WORKLOADS[system.name]
+    workload, configure = system.long_run.call, system.long_run.config
     config = configure(system.config(profile))
     rng = random.Random(seed)
     oracle, actual = system.model(), target()
@@ -103,7 +40,7 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
         judge = StepJudge(oracle, actual, tags=step_tags)
         try:
             verdict = judge.reset(config)
-            state, now = judge.oracle_state(), 0 if system.name == "duebook" else 1_735_689_600_000
+            state, now = judge.oracle_state(), system.long_run.start_now
             for i in range(steps):
                 if verdict is not None:
                     break

@@ -109,7 +109,7 @@ class CampaignResult:
     searches: int = 1
     #: Why the search stopped before finding nothing new, if it did.
     stopped: str | None = None
-    #: Per run, the sizes it reached (LockstepMachine.depth_reached): how deep it went.
+    #: Per run, the sizes it reached (ProtocolMachine.depth_reached): how deep it went.
     depths: list[dict[str, int]] = field(default_factory=list)
     #: Seconds into the campaign when the first failing run ended (before shrinking).
     first_failure_seconds: float | None = None

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from duespec.targets import resolve as targets
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.run import positive_int
 from duespec.limits import LimitExceeded
 from duespec.systems import ImpliedState, System, get_system
