@@ -6,12 +6,12 @@ import argparse
 import importlib
 
 from duespec.spec.proofs import Proof, Verdict, decide
-from duespec.systems import NAMES, get_system
+from duespec.systems import get_system, names
 
 
 def proof_modules() -> dict[str, str]:
     """System name -> the module in duespec.spec holding its proofs (System.proofs)."""
-    return {name: module for name in NAMES if (module := get_system(name).proofs) is not None}
+    return {name: module for name in names() if (module := get_system(name).proofs) is not None}
 
 
 def all_proofs(systems: list[str] | None = None) -> list[Proof]:

@@ -40,8 +40,8 @@ def test_subpackages_import_from_outside_the_repo(tmp_path: Path, installed: Pat
 
 def test_each_system_package_is_installed(tmp_path: Path, installed: Path) -> None:
     machines = run_outside_repo(tmp_path, installed, (
-        "from duespec.systems import NAMES, get_system;"
-        "print(' '.join(get_system(name).machine.__module__ for name in NAMES))"))
+        "from duespec.systems import BUILT_IN, get_system;"
+        "print(' '.join(get_system(name).machine.__module__ for name in BUILT_IN))"))
     assert machines == "duespec.systems.duebook.machine duespec.systems.schedules.machine"
 
 

@@ -34,7 +34,7 @@ from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
 from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
-from duespec.systems import NAMES, System, get_system
+from duespec.systems import System, get_system, system_argument
 from duespec.targets.interface import TargetError, TargetFactory, close_target
 from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, resolve
 
@@ -308,7 +308,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Exit 0: conforms; 1: a divergence (its shrunk counterexample is written "
                     "as a trace); 2: bad usage or an unusable target.",
         epilog='example: duespec conform duebook --target "stdio:node examples/node-duebook/duebook.js"')
-    parser.add_argument("system", choices=NAMES)
+    parser.add_argument("system", type=system_argument)
     parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
     add_campaign_options(parser)
     parser.set_defaults(run=main)

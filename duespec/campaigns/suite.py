@@ -13,7 +13,7 @@ from duespec.campaigns.run import add_budget_arguments, run_campaign, write_fail
 from duespec.campaigns.conform import verdict_line
 from duespec.prove import all_proofs, render
 from duespec.spec.proofs import decide
-from duespec.systems import NAMES, get_system
+from duespec.systems import BUILT_IN, get_system
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def prove_all(verbose: bool) -> list[Line]:
 
 def campaign_all(seed: int, examples: int, steps: int) -> list[Line]:
     lines = []
-    for name in NAMES:
+    for name in BUILT_IN:
         system = get_system(name)
         for profile in system.profiles:
             result = run_campaign(system, system.impl, profile=profile, seed=seed,
