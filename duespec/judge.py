@@ -367,8 +367,11 @@ class StepJudge:
     fill (duespec.coverage), from which a difference's requirement IDs come."""
 
     def __init__(self, oracle: Target, target: Target, *, masks: MaskPolicy | None = None,
-                 tags: Counter[str] | None = None) -> None:
+                 tags: Counter[str] | None = None, observe: bool = True) -> None:
         self.oracle, self.target, self.masks, self.tags = oracle, target, masks, tags
+        #: Whether the target's whole state is compared (False: a response-only check of a
+        #: target that has no observe(), whose state the campaign reads through public ops).
+        self.observe = observe
         self.steps: list[dict[str, Json]] = []
         #: The oracle's coverage tags in the latest step.
         self.latest_tags: tuple[str, ...] = ()
@@ -428,8 +431,9 @@ class StepJudge:
         return self._observed
 
     def state(self) -> Verdict:
-        """The verdict on the target's whole observable state after the latest step."""
-        if not self.steps:
+        """The verdict on the target's whole observable state after the latest step (None
+        in a response-only check: nothing to compare)."""
+        if not self.steps or not self.observe:
             return None
         step = self.steps[-1]
         expected = self.oracle_state()

@@ -17,6 +17,7 @@ reason (Masks.runs_ended), for the verdict line.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from typing import Any, ClassVar
@@ -25,6 +26,7 @@ from hypothesis import reject
 from hypothesis.stateful import invariant
 
 from duespec.campaigns.classes import Masks
+from duespec.systems import Probes
 from duespec.systems.machine import ProtocolMachine
 from duespec.judge import (
     Difference,
@@ -62,6 +64,9 @@ class LockstepMachine(ProtocolMachine):
     depth: ClassVar[float] = 1.0
     #: Per finished run, what `depth_reached` measured: how deep the campaign went.
     depths: ClassVar[list[dict[str, int]]] = []
+    #: For a target with no observe(): the system's public reads of what a step touched,
+    #: taken after every rule in place of comparing whole states (None: states compared).
+    probes: ClassVar[Probes | None] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -71,7 +76,10 @@ class LockstepMachine(ProtocolMachine):
             self.target = type(self).target_factory()
         except Exception as error:
             self.act_on(raised_verdict(None, "reset", error, masks=self.masks), error)
-        self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags)
+        self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags,
+                               observe=self.probes is None)
+        #: Steps before this one have had their public reads taken (a response-only check).
+        self.read_up_to = 0
         self.steps: list[dict[str, Json]] = self.judge.steps
         type(self).last_steps = self.steps
         self.act_on(self.judge.reset(self.config))
@@ -119,8 +127,22 @@ class LockstepMachine(ProtocolMachine):
         """The one registered invariant, since Hypothesis's bookkeeping costs per invariant:
         the whole observable states agree, then each property of `check_properties`."""
         if self.steps:
-            self.act_on(self.judge.state())
+            if self.probes is None:
+                self.act_on(self.judge.state())
+            else:
+                self.read_back()
         self.check_properties()
+
+    def read_back(self) -> None:
+        """A response-only check: read back, through the system's public reads, what the
+        rule's steps touched; each read is a step like any other, its answer judged."""
+        taken, now = self.steps[self.read_up_to:], self.steps[-1]["now"]
+        state = self.oracle_state()
+        reads = dict.fromkeys((op, json.dumps(args, sort_keys=True)) for step in taken
+                              for op, args in self.probes(step, state) if op not in self.excluded_ops)  # type: ignore[misc]
+        for op, args in reads:
+            self.call(op, json.loads(args), now)
+        self.read_up_to = len(self.steps)
 
     def oracle_state(self) -> dict[str, Json]:
         """The oracle's observable state after the latest step, observed once per step."""
@@ -143,7 +165,8 @@ class LockstepMachine(ProtocolMachine):
 def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetFactory,
              config: dict[str, Any], masks: Masks | None = None,
              excluded_rules: frozenset[str] = frozenset(),
-             excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0) -> type[LockstepMachine]:
+             excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0,
+             probes: Probes | None = None) -> type[LockstepMachine]:
     """A runnable machine class: a system's rules (`base`) but `excluded_rules`, bound to
     a LockstepMachine (unless `base` already is one), with this oracle, this target, this
     config, these masks, this depth."""
@@ -158,6 +181,7 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
         "last_config": dict(config),
         "depth": depth,
         "depths": [],
+        "probes": staticmethod(probes) if probes is not None else None,
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))

@@ -27,8 +27,9 @@ STATE_EVERY = 250
 
 
 def run_long(system: System, target: TargetFactory, *, steps: int, profile: str | None = None,
-             seed: int = 0) -> CampaignResult:
-    """One run of `steps` steps; the verdict as a CampaignResult (one example)."""
+             seed: int = 0, observe: bool = True) -> CampaignResult:
+    """One run of `steps` steps; the verdict as a CampaignResult (one example).
+    `observe=False`: every answer compared, no whole state (a target without observe())."""
     profile = profile or system.profiles[0]
     workload, configure = system.long_run.call, system.long_run.config
     config = configure(system.config(profile))
@@ -37,7 +38,7 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
     verdict: Verdict = None
     started = time.perf_counter()
     with collecting() as coverage, collecting() as step_tags:
-        judge = StepJudge(oracle, actual, tags=step_tags)
+        judge = StepJudge(oracle, actual, tags=step_tags, observe=observe)
         try:
             verdict = judge.reset(config)
             state, now = judge.oracle_state(), system.long_run.start_now
@@ -55,7 +56,7 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
     findings = []
     if isinstance(verdict, Difference):
         error = Divergence(verdict) if verdict.kind.compared else TargetRaised(verdict)
-        findings.append(finding_of(error, list(taken), system.model, target, config))
+        findings.append(finding_of(error, list(taken), system.model, target, config, observe))
     first = findings[0] if findings else None
     return CampaignResult(
         system=system.name, profile=profile, seed=seed, examples=1, steps=len(taken),

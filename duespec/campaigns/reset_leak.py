@@ -38,16 +38,18 @@ class Probe:
 
 
 def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json],
-          steps: list[dict[str, Json]]) -> Probe:
+          steps: list[dict[str, Json]], observe: bool = True) -> Probe:
+    """`observe`: whether the target's state is compared (False for a target with no
+    observe(): its answers alone make the transcripts)."""
     target = factory()
-    first = transcript(target, config, steps)
+    first = transcript(target, config, steps, observe)
     if first and "raised" in first[-1]:  # a program that failed is restarted by its factory
         close_quietly(target)
         target = factory()
-    second = transcript(target, config, steps)
+    second = transcript(target, config, steps, observe)
     # The third pass on the same target, beside the model: replay_failure closes both.
     judged = replay_failure(oracle, lambda: target, config,
-                            [(step["op"], step["args"], step["now"]) for step in steps], None, True)
+                            [(step["op"], step["args"], step["now"]) for step in steps], None, True, observe)
     reproduced = judged[1] if judged is not None else None
     for index, (one, two) in enumerate(zip(first, second)):
         if not same_json(one, two):
@@ -86,7 +88,8 @@ def leak_trace(steps: list[dict[str, Json]], config: dict[str, Json]) -> list[di
     return [*steps, {"reset": dict(config)}, *again]
 
 
-def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]]) -> list[Json]:
+def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]],
+               observe: bool = True) -> list[Json]:
     """Per step: the response (prose left out) and a digest of the state after it; a call
     that raises ends the transcript with what it raised. A digest, not the state: a run
     that fills a book with thousands keeps thousands of states, each of thousands."""
@@ -96,7 +99,7 @@ def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Js
         for step in steps:
             response = target.step(step["op"], step["args"], step["now"])
             answers.append({"response": comparable(response) if isinstance(response, dict) else response,
-                            "state": state_digest(target.observe())})
+                            "state": state_digest(target.observe()) if observe else None})
     except Exception as error:  # what the target raised is part of its answer
         answers.append({"raised": type(error).__name__})
     return answers

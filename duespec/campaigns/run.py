@@ -146,12 +146,16 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  oracle: TargetFactory | None = None,
                  progress: ProgressCallback | None = None,
                  declared: Iterable[Any] = (), max_classes: int = 1,
-                 scope: Scope | None = None, depth: float = 1.0) -> CampaignResult:
+                 scope: Scope | None = None, depth: float = 1.0, observe: bool = True) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` divergence classes (1: stop at the first failure).
 
     `progress`, when given, is called as each run starts (it decides how often to speak).
-    `depth` scales the deep runs the machine mixes in (0: none)."""
+    `depth` scales the deep runs the machine mixes in (0: none). `observe=False` checks a
+    target that has no observe(): every response is compared, and its state is read
+    through the system's public reads (System.probes) after every rule instead."""
+    if not observe and system.probes is None:
+        raise ValueError(f"{system.name} has no public reads to check a target without observe() by")
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
@@ -160,7 +164,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     oracle = oracle or system.model
     machine = lockstep(system.machine, oracle, target, config, masks,
                        scope.excluded_rules if scope else frozenset(),
-                       scope.excluded_ops if scope else frozenset(), depth)
+                       scope.excluded_ops if scope else frozenset(), depth,
+                       probes=None if observe else system.probes)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
@@ -209,9 +214,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
-                finding = finding_of(error, list(machine.last_steps), oracle, target, run_config)
+                finding = finding_of(error, list(machine.last_steps), oracle, target, run_config, observe)
                 if finding.kind.compared and finding.divergence_class is not None:
-                    _minimise(finding, oracle, target, masks)
+                    _minimise(finding, oracle, target, masks, observe)
             findings.append(finding)
             found = finding.divergence_class
             if finding.kind.outcome not in ("divergence", "target_error") or found is None:
@@ -240,11 +245,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     )
 
 
-def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks) -> None:
+def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks,
+              observe: bool = True) -> None:
     """Replace a finding's shrunk run by a shorter one of the same class, if the trace
     minimiser (duespec.campaigns.minimise) finds one; its text then names the new step."""
     assert finding.divergence_class is not None
-    shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks)
+    shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks,
+                       observe=observe)
     if shorter is None:
         return
     before = len(finding.counterexample)
@@ -283,7 +290,7 @@ def without_local_constants() -> Iterator[None]:
 
 
 def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,
-               target: TargetFactory, config: dict[str, Any]) -> Finding:
+               target: TargetFactory, config: dict[str, Any], observe: bool = True) -> Finding:
     """Classify what a failing run raised, after checking on the target that it is the
     target's answer to these steps and not to the runs before them (reset_leak)."""
     notes = "\n".join(getattr(error, "__notes__", []))
@@ -299,7 +306,7 @@ def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFact
         found = None
     else:
         return Finding(FindingKind.HARNESS_ERROR, None, summary, failure, steps, config=config)
-    checked = probe(oracle, target, config, steps) if steps else None
+    checked = probe(oracle, target, config, steps, observe) if steps else None
     if checked is not None and checked.leak is not None:
         at = steps[checked.leak_step or 0]
         leak = DivergenceClass(FindingKind.STATE_SURVIVES_RESET, at["op"], (), "$")

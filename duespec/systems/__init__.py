@@ -26,6 +26,10 @@ BUILT_IN = {"duebook": "duespec.systems.duebook", "schedules": "duespec.systems.
 #: comma-separated.
 SYSTEMS_VARIABLE = "DUESPEC_SYSTEMS"
 
+#: A step and the model's state after it -> the public reads (op, args) that show what the
+#: step touched: how a target with no observe() has its state checked.
+Probes = Callable[[dict[str, Any], dict[str, Any]], list[tuple[str, dict[str, Any]]]]
+
 #: A long run's next call: (rng, the model's state as of the last comparison, now) ->
 #: (op, args, now).
 Workload = Callable[[random.Random, dict[str, Any], int], tuple[str, dict[str, Any], int]]
@@ -92,6 +96,11 @@ class System:
     http_targets: bool = False
     #: The module in duespec.spec whose PROOFS `duespec prove` runs, None if none.
     proofs: str | None = None
+    #: The public reads that check a target with no observe() (`conform --observe none`),
+    #: and what they cannot show (printed with the coverage report); None: every target
+    #: must have observe().
+    probes: Probes | None = None
+    blind_spots: str = ""
 
     def reasons_in(self, profile: str) -> dict[str, str]:
         """Requirement ID -> why a campaign in `profile` does not reach it."""

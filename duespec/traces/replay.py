@@ -168,14 +168,15 @@ def resolve_target(system: System, spec: str, timeout: float = DEFAULT_TIMEOUT) 
 
 
 def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None,
-           state_every: int | None = None, timeout: float | None = None) -> ReplayResult:
+           state_every: int | None = None, timeout: float | None = None, observe: bool = True) -> ReplayResult:
     """Replay one trace file; raise TraceError if it is malformed, UsageError if the target
     is unusable.
 
     `factory` overrides how the target is built (tests pass a deliberately broken one);
     `target` is then only its name in the report. `state_every` compares the whole state
     every that many steps instead of at the automatic checkpoints (1: after every step).
-    `timeout` bounds every call into the target and the model alike (seconds)."""
+    `timeout` bounds every call into the target and the model alike (seconds).
+    `observe=False` compares the answers alone (a target that cannot show its state)."""
     header, steps = read_trace(path)
     system = get_system(header.system)
     if header.profile not in system.profiles:
@@ -192,7 +193,7 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
     run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout,
-                  trusts(subject))
+                  trusts(subject), observe)
     started = time.perf_counter()
     try:
         try:
@@ -258,7 +259,7 @@ class _Replay:
 
     def __init__(self, where: str, header: TraceHeader, system: System, subject: Target,
                  model_is_subject: bool, counts: ReplayResult, every: int | None,
-                 timeout: float | None = None, trusted: bool = False) -> None:
+                 timeout: float | None = None, trusted: bool = False, observe: bool = True) -> None:
         self.where, self.header, self.system, self.subject = where, header, system, subject
         self.model_is_subject, self.counts, self.every = model_is_subject, counts, every
         self.timeout = timeout
@@ -272,6 +273,8 @@ class _Replay:
         self.check_from: int | None = None
         #: Whether the judge trusts the target's own fast checks (duespec.judge.trusts).
         self.trusted = trusted
+        #: Whether the target's state is compared at all (False: its answers alone).
+        self.observe = observe
         #: Its recorded_step_checker, made for each pass once the target is reset.
         self.check: Callable[[dict[str, Json]], Json] | None = None
         #: Reset lines taken in this pass.
@@ -469,7 +472,7 @@ class _Replay:
         return self.implied.state() if self.implied is not None else None
 
     def checkpoint(self, step: dict[str, Json]) -> None:
-        want = self.expected_state()
+        want = self.expected_state() if self.observe else None
         if want is None:
             return
         fast = fast_checks(self.subject) if self.trusted else None
@@ -485,6 +488,8 @@ class _Replay:
         self._agreed(step, want)
 
     def check_recorded_state(self, step: dict[str, Json]) -> None:
+        if not self.observe:
+            return
         recorded, want = step["state"], self.expected_state()
         if want is not None and not same_json(recorded, want):
             source = "model's state" if self.oracle is not None else "state its results imply"
@@ -516,7 +521,8 @@ class _Replay:
         the first step after which the states differ; raise it as the divergence."""
         self.close()
         again = _Replay(self.where, self.header, self.system, self.subject, self.model_is_subject,
-                        self.counts, every=None, timeout=self.timeout, trusted=self.trusted)
+                        self.counts, every=None, timeout=self.timeout, trusted=self.trusted,
+                        observe=self.observe)
         again.check_from = self.agreed_at + 1
         _, steps = read_trace(self.where)
         try:
@@ -663,7 +669,8 @@ def main(args: argparse.Namespace) -> int:
     worst = EXIT_HOLDS
     for path in trace_files(args.traces):
         try:
-            result = replay(path, args.target, state_every=args.state_every, timeout=args.timeout)
+            result = replay(path, args.target, state_every=args.state_every, timeout=args.timeout,
+                            observe=args.observe == "state")
         except TraceError as error:
             print(f"MALFORMED: {error}", file=sys.stderr)
             worst = EXIT_USAGE
@@ -692,6 +699,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="compare the whole state every N steps (1: after every step); by "
                              "default every max(8, 4 x items in the state) steps, so the cost "
                              "per step does not grow with the state")
+    parser.add_argument("--observe", choices=("state", "none"), default="state",
+                        help="compare the target's state at checkpoints (state, the default) or its "
+                             "answers alone (none: a target that cannot show its state)")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
                         help=f"seconds any one call may take, into the target or the model that "
                              f"checks it, and a Python target's import and factory (default "

@@ -19,6 +19,7 @@ from duespec.systems.duebook.adapter import ImpliedState, ImplTarget, ModelTarge
 from duespec.systems.duebook.concurrency import CONCURRENCY
 from duespec.systems.duebook.long_run import LONG_RUN
 from duespec.systems.duebook.machine import DuebookMachine
+from duespec.systems.duebook.reads import BLIND_SPOTS, reads
 from duespec.systems.duebook.ops import OPERATIONS, VALUE_SPACE
 from duespec.systems.duebook.requirements import REQUIRED_TAGS, UNREACHED_REASONS
 
@@ -42,4 +43,6 @@ SYSTEM = System(
     seeded_draws_only=True,
     long_run=LONG_RUN,
     proofs="duespec.spec.duebook_z3",
+    probes=reads,
+    blind_spots=BLIND_SPOTS,
 )

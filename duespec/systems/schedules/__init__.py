@@ -20,6 +20,7 @@ from duespec.systems.schedules.adapter import DEFAULT_RETRY_TIMEOUT, PROFILES, I
 from duespec.systems.schedules.concurrency import CONCURRENCY
 from duespec.systems.schedules.long_run import LONG_RUN
 from duespec.systems.schedules.machine import SchedulesMachine
+from duespec.systems.schedules.reads import BLIND_SPOTS, reads
 from duespec.systems.schedules.ops import OPERATIONS, VALUE_SPACE
 from duespec.systems.schedules.requirements import OUT_OF_REACH, REQUIRED_TAGS
 
@@ -45,4 +46,6 @@ SYSTEM = System(
     # Resonate's ops: a Resonate server over HTTP (duespec serve, or the real one) is a target.
     http_targets=True,
     proofs="duespec.spec.schedules_z3",
+    probes=reads,
+    blind_spots=BLIND_SPOTS,
 )
