@@ -30,6 +30,8 @@ A class is `(kind, op, requirement IDs, path)`:
 A `target raised` class is where the target raised rather than where the model was: the
 exception's type and the innermost frame of the target's code (`ZeroDivisionError at
 book.py:56`; just the type for a program that died or a call past its deadline).
+
+About 500 lines, on purpose in one module: every verdict and how it reads, in one place.
 """
 
 from __future__ import annotations
