@@ -60,6 +60,8 @@ DEFAULT_MAX_TIMER_LAG = 1000
 #: Exit codes of a verdict: 0 linearizable, 1 not, 3 unknown (the budget ran out). 2 is
 #: bad input, as for every duespec command.
 EXIT_CODES = {"linearizable": 0, "not linearizable": 1, "unknown": 3}
+#: Most distinct model states kept for justifying answers (_Search.justification).
+_MAX_REACHED = 2000
 #: How often (in search nodes) the budget's deadline is read.
 _CLOCK_EVERY = 256
 _INF = float("inf")
@@ -125,10 +127,13 @@ class Counterexample:
     #: decided (False when a check ran out of budget, so minimality is not proved).
     minimal: bool
     checks: int
+    #: Each call's role (history index -> why it cannot be removed), from the minimality check.
+    roles: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Json]:
         return {"events": [e.to_json() for e in self.events], "original": self.original,
-                "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks}
+                "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks,
+                "roles": {str(k): v for k, v in self.roles.items()}}
 
 
 @dataclass
@@ -188,6 +193,9 @@ class _Result:
     best: list[Placed]
     #: (state observed, model target) at the end of the best prefix
     best_target: Any = None
+    #: Indices (in the history) of every call placed in some explored linearizable prefix:
+    #: the calls whose answers the model can give after some legal order of others.
+    ever: frozenset[int] = frozenset()
 
 
 class _Search:
@@ -295,15 +303,17 @@ class _Search:
         count_placed = 0
         best_count = -1
         tick_count = 0
+        ever = 0
+        self.reached = {root_key: (root, clock0)}
         while stack:
             placed, target, key, clock, choices = stack[-1]
             if placed == self.full:
-                return _Result("linearizable", self.states, list(path), target)
+                return _Result("linearizable", self.states, list(path), target, self._ever(self.full))
             tick_count += 1
             if tick_count >= _CLOCK_EVERY:
                 tick_count = 0
                 if self.budget.out():
-                    return _Result("unknown", self.states, best, best_target)
+                    return _Result("unknown", self.states, best, best_target, self._ever(ever))
             choice = next(choices, False)
             if choice is False:
                 stack.pop()
@@ -322,6 +332,7 @@ class _Search:
                 if not agrees:
                     continue
                 new_placed = placed | (1 << i)
+                ever |= 1 << i
             new_key = self.key(fork)
             new_clock = now if self.clock == "real" else 0
             memo = (new_placed, new_key, new_clock)
@@ -329,6 +340,8 @@ class _Search:
                 continue
             seen.add(memo)
             self.states += 1
+            if len(self.reached) < _MAX_REACHED:
+                self.reached.setdefault(new_key, (fork, new_clock))
             path.append(Placed(None if i is None else self.indices[i], now, answer))
             if i is not None:
                 count_placed += 1
@@ -336,7 +349,35 @@ class _Search:
                     best_count, best, best_target = count_placed, list(path), fork
             stack.append((new_placed, fork, new_key, new_clock,
                           self.choices(new_placed, fork, new_key, new_clock)))
-        return _Result("not linearizable", self.states, best, best_target)
+        return _Result("not linearizable", self.states, best, best_target, self._ever(ever))
+
+    def justification(self) -> dict[int, int]:
+        """How well the model can give each call's recorded answer, at any model state the
+        search reached (after run()), ignoring the order the history imposes on the call:
+        2 the whole answer, 1 its status only, 0 neither. A counterexample is faithful to
+        the history it was shrunk from when no call's level drops (shrink_counterexample)."""
+        levels = {}
+        for i, event in enumerate(self.events):
+            level = 0 if event.outcome == "ok" else 2
+            for key, (target, _) in self.reached.items():
+                if level == 2:
+                    break
+                if self.clock == "pinned":
+                    instants = [event.now]
+                else:
+                    instants = self.instants(target, key, i, -_INF, self.hi_ms[i])
+                for now in instants:
+                    _, answer, agrees = self.step(target, i, now)
+                    if agrees:
+                        level = 2
+                        break
+                    if isinstance(answer, dict) and answer.get("status") == event.response.get("status"):
+                        level = 1
+            levels[self.indices[i]] = level
+        return levels
+
+    def _ever(self, bits: int) -> frozenset[int]:
+        return frozenset(self.indices[i] for i in range(len(self.events)) if bits >> i & 1)
 
     def stuck(self, result: _Result) -> Stuck:
         """The deepest prefix, the call that returned first of those left, and what the
@@ -478,7 +519,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
         if shrink:
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
-                budget=budget)
+                budget=budget, blocked=search.stuck(result).call)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
@@ -491,53 +532,93 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 
 
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
-                          clock: str, lag: int, *, budget: float | None) -> Counterexample:
-    """Drop whole clients, then single calls, while the rest stays non-linearizable; then
-    check that removing any one call of what is left makes it linearizable (minimality).
+                          clock: str, lag: int, *, budget: float | None,
+                          blocked: int | None = None) -> Counterexample:
+    """Drop calls while what is left stays a faithful counterexample; then check that
+    removing any one call of what is left does not (minimality).
 
-    Each check has its own slice of `budget`; a check that runs out counts as "not shown
-    non-linearizable", so the shrunk history is always a proved counterexample, and its
-    minimality is claimed only when every removal was decided."""
+    Faithful: not linearizable, and the model can still give every call's recorded answer
+    at some state a linearizable prefix of what is left reaches, as well as it could in
+    the history shrunk from (_Search.justification: the whole answer, or its status).
+    Without that condition,
+    dropping calls finds a meaningless counterexample: remove the promise.create before a
+    settle and the settle alone is not linearizable from an empty server, which says
+    nothing about the race that was recorded. So a call that only justifies another
+    (a write a later read saw) stays, and each call of the result has a role: without it
+    the rest is linearizable ("core"), or some call's answer is no longer justified
+    ("context").
+
+    Removal goes in halves, then quarters, down to single calls (delta debugging). Each
+    check has the rest of `budget`; a check that runs out counts as "not shown", so the
+    shrunk history is always a proved counterexample, and minimality is claimed only when
+    every removal was decided.
+
+    First the calls made after the blocked call (`blocked`, the one the full search could
+    not place) returned are cut, if what is left still fails: the search never got past
+    that call, so they cannot matter to why it failed."""
     events = history.events
     overall = _Budget(budget)
     checks = 0
+    start = list(part)
+    if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
+        cut = [i for i in part if events[i].call_ns <= events[blocked].return_ns]
+        if len(cut) < len(part):
+            result, _ = _decide([events[i] for i in cut], cut, system, config, clock, lag, overall)
+            checks += 1
+            if result.status == "not linearizable":
+                start = cut
+    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
+    base = search.justification() if result.status == "not linearizable" else {}
 
-    def fails(subset: list[int]) -> tuple[bool, bool]:
-        """(not linearizable, decided)"""
+    def judge(subset: list[int]) -> str:
+        """"counterexample", "linearizable", "unjustified #i" or "unknown"."""
         nonlocal checks
         checks += 1
         sub = [events[i] for i in subset]
         hooks = concurrency_of(system)
+        verdict = "linearizable"
         for group in partitions(sub, hooks):
-            result, _ = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
-                                lag, overall)
+            result, found = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
+                                    lag, overall)
             if result.status == "not linearizable":
-                return True, True
-            if result.status == "unknown":
-                return False, False
-        return False, True
+                levels = found.justification()
+                lost = [i for i in levels if levels[i] < base.get(i, 0)]
+                if not lost:
+                    return "counterexample"
+                verdict = f"unjustified #{lost[0]}"
+            elif result.status == "unknown":
+                return "unknown"
+        return verdict
 
-    current = list(part)
-    for client in sorted({events[i].client for i in current}):
-        candidate = [i for i in current if events[i].client != client]
-        if candidate and fails(candidate)[0]:
-            current = candidate
-    changed = True
-    while changed and not overall.out():
-        changed = False
-        for position in range(len(current)):
-            candidate = current[:position] + current[position + 1:]
-            if candidate and fails(candidate)[0]:
-                current, changed = candidate, True
-                break
-    minimal = True
-    for position in range(len(current)):
-        candidate = current[:position] + current[position + 1:]
-        failed, decided = fails(candidate) if candidate else (False, True)
-        if failed or not decided:
-            minimal = False
+    def fails(subset: list[int]) -> bool:
+        return bool(subset) and judge(subset) == "counterexample"
+
+    current = list(start)
+    chunk = max(len(current) // 2, 1)
+    while chunk >= 1 and not overall.out():
+        position, removed_any = 0, False
+        while position < len(current) and not overall.out():
+            candidate = current[:position] + current[position + chunk:]
+            if fails(candidate):
+                current, removed_any = candidate, True
+            else:
+                position += chunk
+        if chunk == 1 and not removed_any:
             break
+        chunk = max(chunk // 2, 1) if chunk > 1 else 1
+    minimal = not overall.out()
+    roles: dict[int, str] = {}
+    for position, index in enumerate(current):
+        candidate = current[:position] + current[position + 1:]
+        outcome = judge(candidate) if candidate else "linearizable"
+        if outcome == "linearizable":
+            roles[index] = "core: without it the rest is linearizable"
+        elif outcome.startswith("unjustified"):
+            roles[index] = f"context: without it the answer of {outcome.split()[1]} has no justification"
+        else:
+            roles[index] = "removable" if outcome == "counterexample" else "undecided"
+            minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
     final_budget = _Budget(None if budget is None else max(budget, 5.0))
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
-    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks)
+    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles)
