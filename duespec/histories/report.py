@@ -55,9 +55,12 @@ def _answer(event: Event) -> str:
     return _short(event.response)
 
 
-def replay_prefix(verdict: Verdict) -> tuple[dict[str, Json], dict[str, Json] | None, dict[str, Json] | None]:
-    """(model state before the blocked call, state after the model's own step of it, the
-    model's answer), by stepping a fresh model along the counterexample's prefix."""
+def replay_prefix(verdict: Verdict) -> tuple[dict[str, Json], dict[str, Json], dict[str, Json] | None,
+                                             dict[str, Json] | None]:
+    """(model state before the prefix's last step, the state before the blocked call, the
+    state after the model's own step of it, the model's answer), by stepping a fresh model
+    along the counterexample's prefix. The last step's change is usually why the blocked
+    call cannot go next (the acquire that won, the settle that landed)."""
     cx = verdict.counterexample
     assert cx is not None
     by_index = dict(zip(cx.original, cx.events))
@@ -65,7 +68,9 @@ def replay_prefix(verdict: Verdict) -> tuple[dict[str, Json], dict[str, Json] | 
     model.reset(verdict.config)
     tick = concurrency_of(verdict.system).tick
     try:
+        previous = model.observe()
         for placed in cx.stuck.prefix:
+            previous = model.observe()
             if placed.call is None:
                 model.step(tick, {}, placed.now)
             else:
@@ -75,9 +80,9 @@ def replay_prefix(verdict: Verdict) -> tuple[dict[str, Json], dict[str, Json] | 
         blocked = by_index.get(cx.stuck.call)
         attempt = next((a for a in cx.stuck.attempts if a.call == cx.stuck.call and a.now is not None), None)
         if blocked is None or attempt is None:
-            return before, None, None
+            return previous, before, None, None
         answer = model.step(blocked.op, blocked.args, attempt.now)
-        return before, model.observe(), answer
+        return previous, before, model.observe(), answer
     finally:
         getattr(model, "close", lambda: None)()
 
@@ -162,6 +167,15 @@ def timeline(verdict: Verdict) -> list[str]:
         blocked = dict(zip(indices, events))[stuck.call]
         out.append(f"Cannot place #{stuck.call} ({blocked.client} {blocked.op}), which answered {_answer(blocked)}")
     out.append("Model state just before it: " + _short(_nonempty(stuck.state), 600))
+    if stuck.prefix:
+        try:
+            previous, before, _, _ = replay_prefix(verdict)
+        except Exception:  # the timeline above still stands without this line
+            previous = before = None
+        changes = diff(previous, before) if before is not None else []
+        if changes:
+            shown = "; ".join(f"{path}: {_short(old, 40)} -> {_short(new, 40)}" for path, old, new in changes[:8])
+            out.append(f"What the prefix's last step changed: {shown}" + (" ..." if len(changes) > 8 else ""))
     out.append("What the model answers each call that could go next there:")
     by_index = dict(zip(indices, events))
     for attempt in stuck.attempts:
@@ -251,9 +265,9 @@ def render_html(verdict: Verdict, source: str = "") -> str:
                      f"<td class={'ok' if attempt.agrees else 'differs'}>{_e(word)}</td></tr>")
     parts.append("</table>")
     try:
-        before, after, answer = replay_prefix(verdict)
+        previous, before, after, answer = replay_prefix(verdict)
     except Exception as error:  # the page must still show what it has
-        before, after, answer = stuck.state, None, {"error": f"{type(error).__name__}: {error}"}
+        previous, before, after, answer = stuck.state, stuck.state, None, {"error": f"{type(error).__name__}: {error}"}
     blocked = by_index.get(stuck.call)
     if blocked is not None and answer is not None:
         parts.append(f"<h2>The failing call: recorded answer against the model's</h2><table id=answer-diff>"
@@ -262,16 +276,29 @@ def render_html(verdict: Verdict, source: str = "") -> str:
             parts.append(f"<tr><td><code>{_e(path)}</code></td><td><code>{_e(json.dumps(rec))}</code></td>"
                          f"<td><code>{_e(json.dumps(mod))}</code></td></tr>")
         parts.append("</table>")
+    last = stuck.prefix[-1] if stuck.prefix else None
+    last_name = ("nothing (the prefix is empty)" if last is None else
+                 f"tick@{last.now}" if last.call is None else f"#{last.call} {by_index[last.call].op}")
+    parts.append(f"<h2>State diff: what the prefix's last step ({_e(last_name)}) changed, just before the "
+                 f"failing call</h2>" + _diff_table("state-diff", previous, before))
     if after is not None:
-        parts.append("<h2>State diff: the model's state before the failing call and after the model's own "
-                     "step of it</h2><table id=state-diff><tr><th>path</th><th>before</th><th>after</th></tr>")
-        for path, old, new in diff(before, after):
-            parts.append(f"<tr><td><code>{_e(path)}</code></td><td><code>{_e(json.dumps(old))}</code></td>"
-                         f"<td><code>{_e(json.dumps(new))}</code></td></tr>")
-        parts.append("</table>")
+        parts.append("<h2>State diff: what the model's own step of the failing call would change</h2>"
+                     + _diff_table("own-step-diff", before, after))
     parts.append(f"<h2>Model state just before the failing call</h2><pre id=state>{_j(_nonempty(before))}</pre>")
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _diff_table(id: str, before: Json, after: Json) -> str:
+    rows = diff(before, after)
+    if not rows:
+        return f"<p id={id}>no change</p>"
+    out = [f"<table id={id}><tr><th>path</th><th>before</th><th>after</th></tr>"]
+    for path, old, new in rows:
+        out.append(f"<tr><td><code>{_e(path)}</code></td><td><code>{_e(json.dumps(old))}</code></td>"
+                   f"<td><code>{_e(json.dumps(new))}</code></td></tr>")
+    out.append("</table>")
+    return "".join(out)
 
 
 def _swimlanes(cx: Counterexample, failing: int) -> str:

@@ -57,6 +57,21 @@ class Shared:
     step_ms: int = DEFAULT_PIN_STEP_MS
     rng: random.Random = field(default_factory=random.Random)
     versions: dict[str, int] = field(default_factory=dict)
+    #: Each pool slot's generation: once a task of a slot has been acquired, or its promise
+    #: is no longer pending, the workers move on to a fresh id for that slot, so there is
+    #: always a pending task to contend for (a slot's id is k<slot>.<generation>).
+    generations: dict[int, int] = field(default_factory=dict)
+
+    def id_of(self, slot: int) -> str:
+        return f"k{slot}.{self.generations.get(slot, 0)}"
+
+    def move_on(self, id: str) -> None:
+        """The task of `id` was won or its promise ended: its slot moves to a fresh id."""
+        head, _, generation = id.partition(".")
+        if head.startswith("k") and head[1:].isdigit() and generation.isdigit():
+            slot = int(head[1:])
+            if self.generations.get(slot, 0) == int(generation):
+                self.generations[slot] = int(generation) + 1
 
     def pin(self) -> int | None:
         if self.clock != "pinned":
@@ -65,9 +80,9 @@ class Shared:
         return self.now
 
 
-def draw(rng: random.Random, shared: Shared, ids: list[str], pid: str, now_ms: int) -> tuple[str, dict[str, Json]]:
+def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -> tuple[str, dict[str, Json]]:
     """One call from the pools, weighted toward the ones that contend on a task."""
-    id = rng.choice(ids)
+    id = shared.id_of(rng.randrange(keys))
     roll = rng.random()
     if shared.clock == "pinned" and roll < 0.05:
         return "tick", {}
@@ -82,7 +97,8 @@ def draw(rng: random.Random, shared: Shared, ids: list[str], pid: str, now_ms: i
                         "task.fulfill", "task.release"), (4, 1, 1, 5, 1, 1, 1))[0]
     if kind == "promise.create":
         tags = {"resonate:target": "poll://any"} if rng.random() < 0.8 else {}
-        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((300, 3_000, 600_000)), "param": VALUE, "tags": tags}
+        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((1_000, 10_000, 600_000)), "param": VALUE,
+                      "tags": tags}
     if kind in ("promise.get", "task.get"):
         return kind, {"id": id}
     if kind == "promise.settle":
@@ -96,10 +112,16 @@ def draw(rng: random.Random, shared: Shared, ids: list[str], pid: str, now_ms: i
     return kind, {"id": id, "version": version}
 
 
-def learn(shared: Shared, response: dict[str, Json] | None) -> None:
-    task = (response or {}).get("task")
+def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
+    """What a worker tells the others: a task's version, a task won, a promise ended."""
+    response = response or {}
+    task, promise = response.get("task"), response.get("promise")
     if isinstance(task, dict) and isinstance(task.get("id"), str) and type(task.get("version")) is int:
         shared.versions[task["id"]] = task["version"]
+        if op == "task.acquire" and response.get("status") == 200:
+            shared.move_on(task["id"])
+    if isinstance(promise, dict) and isinstance(promise.get("id"), str) and promise.get("state") != "pending":
+        shared.move_on(promise["id"])
 
 
 class StressError(Exception):
@@ -137,7 +159,6 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
     )
 
     shared = Shared(clock, step_ms=step_ms, rng=random.Random(seed))
-    ids = [f"k{n}" for n in range(keys)]
     remaining = [ops]
     counter = [0]
     connector = aiohttp.TCPConnector(limit=clients + 1)
@@ -153,7 +174,7 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
                 counter[0] += 1
                 corr = f"{name}.{counter[0]}"
                 now = shared.pin()
-                op, args = draw(rng, shared, ids, name, now if now is not None else time.time_ns() // 1_000_000)
+                op, args = draw(rng, shared, keys, name, now if now is not None else time.time_ns() // 1_000_000)
                 kind = KIND_OF_OP[op]
                 head: dict[str, Json] = {"corrId": corr, "version": PROTOCOL_VERSION, STRICT: True}
                 if now is not None:
@@ -172,7 +193,7 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
                 except (aiohttp.ClientError, asyncio.TimeoutError, ProtocolViolation, ValueError):
                     response, outcome = None, "unknown"
                 return_ns, return_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
-                learn(shared, response)
+                learn(shared, op, response)
                 if writer is not None:
                     writer.write(Event(name, op, args, call_ns, return_ns, call_ms, return_ms, outcome, response,
                                        now))
