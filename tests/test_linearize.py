@@ -180,9 +180,10 @@ def test_a_planted_violation_is_caught_with_a_minimal_counterexample(name: str) 
         cx = verdict.counterexample
         assert cx is not None and cx.minimal, describe(verdict)
         assert len(cx.events) <= 6, describe(verdict)
-        clients = {e.client for e in cx.events}
-        assert any(c.startswith("a") for c in clients) and not any(c.startswith("z") for c in clients), \
-            "the noise clients are shrunk away"
+        # Calls on the noise clients' own ids are shrunk away (a noise read of the scenario's
+        # id may stay: it can witness the same violation).
+        assert not any(str(e.args.get("id", "")).startswith("n") for e in cx.events), describe(verdict)
+        assert any(e.client.startswith("a") for e in cx.events)
         # Minimality, proved here call by call: without any one call the rest is
         # linearizable, or (a call that only justifies another) some call's recorded answer
         # can no longer be given at all, where it could in the counterexample.

@@ -46,6 +46,8 @@ VALUE = {"headers": {}, "data": None}
 #: The largest run: every event is held in memory for the check.
 MAX_OPS = 200_000
 MAX_CLIENTS = 256
+#: Seconds for the check of a stress run (and again for its shrinking).
+DEFAULT_STRESS_BUDGET = 10.0
 
 
 @dataclass
@@ -282,7 +284,7 @@ def main(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from duespec.histories.linearize import DEFAULT_MAX_TIMER_LAG
-    from duespec.histories.linearize_command import DEFAULT_BUDGET, budget_seconds
+    from duespec.histories.linearize_command import budget_seconds
 
     parser = subparsers.add_parser(
         "stress", help="drive a server with many concurrent clients and check the history",
@@ -306,8 +308,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the clients' draws (default 0)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the history here (default: a temporary file, kept only if not linearizable)")
-    parser.add_argument("--budget", type=budget_seconds, default=DEFAULT_BUDGET, metavar="SECONDS",
-                        help=f"seconds for the check (default {DEFAULT_BUDGET:g})")
+    parser.add_argument("--budget", type=budget_seconds, default=DEFAULT_STRESS_BUDGET, metavar="SECONDS",
+                        help=f"seconds for the check, and again for shrinking a counterexample (default "
+                             f"{DEFAULT_STRESS_BUDGET:g}: a run stays under half a minute)")
     parser.add_argument("--max-timer-lag", type=int, default=DEFAULT_MAX_TIMER_LAG, metavar="MS",
                         help="real clock: how late the server may fire a due timeout")
     parser.add_argument("--html", metavar="FILE", help="also write linearize's HTML report")

@@ -207,6 +207,9 @@ def make_app(wire: WireServer, max_body: int = DEFAULT_MAX_BODY) -> web.Applicat
     return app
 
 
+_TICKER = web.AppKey("ticker", asyncio.Task)
+
+
 async def _start_ticking(app: web.Application, wire: WireServer) -> None:
     async def loop() -> None:
         running = asyncio.get_running_loop()
@@ -220,13 +223,13 @@ async def _start_ticking(app: web.Application, wire: WireServer) -> None:
                     print(f"duespec serve: a background tick failed: {type(error).__name__}: {error}",
                           file=sys.stderr, flush=True)
 
-    app["ticker"] = asyncio.get_running_loop().create_task(loop())
+    app[_TICKER] = asyncio.get_running_loop().create_task(loop())
 
 
 async def _stop_ticking(app: web.Application) -> None:
-    app["ticker"].cancel()
+    app[_TICKER].cancel()
     try:
-        await app["ticker"]
+        await app[_TICKER]
     except asyncio.CancelledError:
         pass
 
