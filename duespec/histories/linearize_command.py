@@ -45,7 +45,7 @@ def _non_negative(text: str) -> int:
     return value
 
 
-def load(path: str, system: str, max_events: int) -> History:
+def load(path: str, system: str | None, max_events: int) -> History:
     """A duespec history or a Resonate valid/ trace or .history capture, checked for `system`."""
     from duespec.cli import UsageError
     from duespec.histories.format import MAX_EVENTS
@@ -57,7 +57,7 @@ def load(path: str, system: str, max_events: int) -> History:
         history = read_any_history(path, max_events=max_events)
     except HistoryError as error:
         raise UsageError(f"MALFORMED: {error}") from None
-    if history.header.system != system:
+    if system is not None and history.header.system != system:
         raise UsageError(f"{path}: a {history.header.system} history, checked as --system {system}; "
                          f"give --system {history.header.system}")
     return history
@@ -111,7 +111,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "malformed input; 3 unknown (the budget ran out: never a pass). See docs/linearize.md.",
         epilog="example: duespec linearize run.ndjson --system schedules --budget 30 --html report.html")
     parser.add_argument("history", help="the history file")
-    parser.add_argument("--system", required=True, choices=NAMES, help="the system the history is of")
+    parser.add_argument("--system", choices=NAMES, default=None,
+                        help="the system the history is of (default: the one its header names; a Resonate "
+                             "trace is schedules); a history of another system is refused")
     parser.add_argument("--profile", default=None, help="the spec reading (default: the history's config)")
     parser.add_argument("--budget", type=budget_seconds, default=DEFAULT_BUDGET, metavar="SECONDS",
                         help=f"seconds for the search, and again for shrinking a counterexample "
