@@ -344,6 +344,17 @@ def test_resonate_valid_traces_and_captures_are_read(tmp_path: Path) -> None:
     assert run.returncode == 1 and "NOT LINEARIZABLE" in run.stdout
 
 
+def test_a_resonate_trace_with_an_unknown_kind_is_refused_and_system_defaults_to_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "valid.ndjson"
+    path.write_text(json.dumps({"kind": "promise.explode", "now": 0, "req": {},
+                                "res": {"kind": "promise.explode", "head": {"status": 200}, "data": {}}}) + "\n")
+    run = duespec("linearize", str(path))
+    assert run.returncode == 2 and "promise.explode" in run.stderr and "Traceback" not in run.stderr
+    good = write(tmp_path / "h.ndjson", generate(seed=5, ops=12))
+    run = duespec("linearize", good)
+    assert run.returncode == 0 and run.stdout.startswith("LINEARIZABLE")
+
+
 # ---- the HTML report ------------------------------------------------------------------------
 
 def chromium() -> str | None:
