@@ -118,6 +118,17 @@ def test_stress_catches_the_racy_server_and_passes_the_correct_one(capsys, seed:
     assert code == 0 and "LINEARIZABLE" in out, out
 
 
+def test_stress_with_ticks_fires_timeouts_and_schedules_and_passes_the_correct_server(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "h.ndjson"
+    code, out = stress(capsys, "--target", "serve", "--clients", "6", "--ops", "400", "--seed", "5", "--ticks",
+                       "-o", str(path))
+    assert code == 0 and "LINEARIZABLE" in out, out
+    events = read_history(path).events
+    fired = [item for e in events if e.op == "tick" for item in e.response["fired"]]
+    assert fired and {item["kind"] for item in fired} & {"schedule", "promise", "lease"}, fired
+    assert main(["stress", "schedules", "--target", "serve", "--clock", "real", "--ticks"]) == 2
+
+
 @pytest.mark.long
 def test_stress_catches_the_race_in_19_of_20_runs_and_never_blames_the_correct_server(capsys) -> None:
     caught = passed = 0

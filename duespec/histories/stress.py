@@ -14,8 +14,8 @@ codes are linearize's: 0 linearizable, 1 not, 2 bad usage or an unusable target,
 unknown (the budget ran out). The guide is docs/linearize.md, "duespec stress".
 
 Clocks: `--clock pinned` stamps every request from one shared monotone clock with
-`resonate:debug_time` (each request moves it on by --pin-step-ms, and clients also send
-debug.tick, so timeouts and schedules fire in a short run); `--clock real` sends no pin,
+`resonate:debug_time` (each request moves it on by --pin-step-ms; with --ticks clients
+also send debug.tick, so timeouts and schedules fire in a short run); `--clock real` sends no pin,
 and the server reads its own clock (`duespec serve --clock real` fires timeouts itself).
 """
 
@@ -46,6 +46,8 @@ VALUE = {"headers": {}, "data": None}
 #: The largest run: every event is held in memory for the check.
 MAX_OPS = 200_000
 MAX_CLIENTS = 256
+#: With --ticks, the share of calls that are debug.tick.
+TICK_SHARE = 0.05
 #: Seconds for the check of a stress run (and again for its shrinking).
 DEFAULT_STRESS_BUDGET = 10.0
 
@@ -55,6 +57,8 @@ class Shared:
     """What the clients share: the pinned clock and what workers have seen of tasks."""
 
     clock: str
+    #: Pinned clock only: the share of calls that are debug.tick (0: none).
+    ticks: float = 0.0
     now: int = PIN_START_MS
     step_ms: int = DEFAULT_PIN_STEP_MS
     rng: random.Random = field(default_factory=random.Random)
@@ -86,9 +90,9 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
     """One call from the pools, weighted toward the ones that contend on a task."""
     id = shared.id_of(rng.randrange(keys))
     roll = rng.random()
-    if shared.clock == "pinned" and roll < 0.05:
+    if roll < shared.ticks:
         return "tick", {}
-    if roll < 0.15:
+    if roll < shared.ticks + 0.10:
         kind = rng.choice(("schedule.create", "schedule.get", "schedule.delete"))
         if kind == "schedule.create":
             return kind, {"id": "s" + id, "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
@@ -150,7 +154,7 @@ async def reset_target(session: Any, url: str, config: dict[str, Json]) -> None:
 
 async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int, keys: int,
                       writer: HistoryWriter | None, step_ms: int = DEFAULT_PIN_STEP_MS,
-                      config: dict[str, Json] | None = None) -> int:
+                      config: dict[str, Json] | None = None, ticks: bool = False) -> int:
     """N clients, `ops` calls in all; each call written to `writer` as it returns (None: the
     same loop without recording, for the bench). Returns the number of calls made."""
     import aiohttp
@@ -160,7 +164,8 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
         op_response,
     )
 
-    shared = Shared(clock, step_ms=step_ms, rng=random.Random(seed))
+    shared = Shared(clock, TICK_SHARE if ticks and clock == "pinned" else 0.0, step_ms=step_ms,
+                    rng=random.Random(seed))
     remaining = [ops]
     counter = [0]
     connector = aiohttp.TCPConnector(limit=clients + 1)
@@ -214,7 +219,7 @@ def start_serve(clock: str, db: str, profile: str, tick_ms: int | None, unsafe: 
 
 def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: int, output: Path,
            profile: str = "lean", db: str = ":memory:", tick_ms: int | None = None, unsafe: bool = False,
-           step_ms: int = DEFAULT_PIN_STEP_MS) -> History:
+           step_ms: int = DEFAULT_PIN_STEP_MS, ticks: bool = False) -> History:
     """Drive the target and return the recorded history (also written to `output`)."""
     from duespec.histories.format import read_history
 
@@ -226,7 +231,7 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
         url = served.url if served is not None else target
         with HistoryWriter(output, header) as writer:
             asyncio.run(run_clients(url, clients=clients, ops=ops, clock=clock, seed=seed, keys=keys,
-                                    writer=writer, step_ms=step_ms, config=config))
+                                    writer=writer, step_ms=step_ms, config=config, ticks=ticks))
     finally:
         if served is not None:
             served.stop()
@@ -249,6 +254,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--target must be an http(s) URL or `serve`, got {args.target[:200]!r}")
     if args.target != "serve" and (args.db != ":memory:" or args.unsafe_drop_acquire_lock or args.tick_ms):
         raise UsageError("--db and --tick-ms are for --target serve (the in-process server)")
+    if args.ticks and args.clock != "pinned":
+        raise UsageError("--ticks is for --clock pinned (a real-clock server fires its own timeouts)")
     if args.tick_ms is not None and not 1 <= args.tick_ms <= 60_000:
         raise UsageError(f"--tick-ms must lie in [1, 60000], got {args.tick_ms}")
     for what, path in (("-o", args.output), ("--html", args.html)):
@@ -265,7 +272,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         history = stress(target=args.target, clients=args.clients, ops=args.ops, clock=args.clock, seed=args.seed,
                          keys=args.keys, output=output, profile=args.profile, db=args.db, tick_ms=args.tick_ms,
-                         unsafe=args.unsafe_drop_acquire_lock, step_ms=args.pin_step_ms)
+                         unsafe=args.unsafe_drop_acquire_lock, step_ms=args.pin_step_ms, ticks=args.ticks)
     except StressError as error:
         raise UsageError(f"target unusable: {error}") from None
     except HistoryError as error:
@@ -305,6 +312,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "clock; real: no pin, the server reads its own clock")
     parser.add_argument("--pin-step-ms", type=int, default=DEFAULT_PIN_STEP_MS, metavar="MS",
                         help=f"pinned clock: each request moves it on by 0..2*MS ms (default {DEFAULT_PIN_STEP_MS})")
+    parser.add_argument("--ticks", action="store_true",
+                        help=f"pinned clock: also send debug.tick ({TICK_SHARE:.0%} of calls) so that timeouts "
+                             f"and schedules fire; a tick reads every id, so the check is one search (slower)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the clients' draws (default 0)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the history here (default: a temporary file, kept only if not linearizable)")
