@@ -8,7 +8,7 @@ copy of the model, keep going if the answer agrees, and back up when none does. 
 configuration seen before (the same calls placed, the same model state, the same clock)
 is never explored twice: that memo is what makes the search finish on real histories.
 
-Two clocks (docs/linearize.md, "Clocks"):
+Two clocks (docs/linearize.md, "How the search works"):
 
 - `pinned`: each call carried its `now`; the model steps at it.
 - `real`: the server read its own clock, at a hidden instant inside the call's
@@ -197,9 +197,6 @@ class _Result:
     best: list[Placed]
     #: (state observed, model target) at the end of the best prefix
     best_target: Any = None
-    #: Indices (in the history) of every call placed in some explored linearizable prefix:
-    #: the calls whose answers the model can give after some legal order of others.
-    ever: frozenset[int] = frozenset()
 
 
 class _Search:
@@ -309,17 +306,16 @@ class _Search:
         count_placed = 0
         best_count = -1
         tick_count = 0
-        ever = 0
         self.reached = {root_key: (root, clock0)}
         while stack:
             placed, target, key, clock, choices = stack[-1]
             if placed == self.full:
-                return _Result("linearizable", self.states, list(path), target, self._ever(self.full))
+                return _Result("linearizable", self.states, list(path), target)
             tick_count += 1
             if tick_count >= _CLOCK_EVERY:
                 tick_count = 0
                 if self.budget.out() or self.states > self.max_states:
-                    return _Result("unknown", self.states, best, best_target, self._ever(ever))
+                    return _Result("unknown", self.states, best, best_target)
             choice = next(choices, False)
             if choice is False:
                 stack.pop()
@@ -338,7 +334,6 @@ class _Search:
                 if not agrees:
                     continue
                 new_placed = placed | (1 << i)
-                ever |= 1 << i
             new_key = self.key(fork)
             new_clock = now if self.clock == "real" else 0
             memo = (new_placed, new_key, new_clock)
@@ -355,7 +350,7 @@ class _Search:
                     best_count, best, best_target = count_placed, list(path), fork
             stack.append((new_placed, fork, new_key, new_clock,
                           self.choices(new_placed, fork, new_key, new_clock)))
-        return _Result("not linearizable", self.states, best, best_target, self._ever(ever))
+        return _Result("not linearizable", self.states, best, best_target)
 
     def justification(self, need: dict[int, int] | None = None) -> dict[int, int] | None:
         """How well the model can give each call's recorded answer, at any model state the
@@ -396,9 +391,6 @@ class _Search:
                 return None
             levels[index] = level
         return levels
-
-    def _ever(self, bits: int) -> frozenset[int]:
-        return frozenset(self.indices[i] for i in range(len(self.events)) if bits >> i & 1)
 
     def stuck(self, result: _Result) -> Stuck:
         """The deepest prefix, the call that returned first of those left, and what the
