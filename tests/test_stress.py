@@ -118,6 +118,12 @@ def test_stress_catches_the_racy_server_and_passes_the_correct_one(capsys, seed:
     assert code == 0 and "LINEARIZABLE" in out, out
 
 
+def test_stress_catches_the_racy_server_on_its_own_clock(capsys) -> None:
+    code, out = stress(capsys, "--target", "serve", "--clock", "real", "--clients", "8", "--ops", "400", "--seed", "2",
+                       "--unsafe-drop-acquire-lock")
+    assert code == 1 and "task.acquire" in out and "ms [" in out, out
+
+
 def test_stress_with_ticks_fires_timeouts_and_schedules_and_passes_the_correct_server(tmp_path: Path, capsys) -> None:
     path = tmp_path / "h.ndjson"
     code, out = stress(capsys, "--target", "serve", "--clients", "6", "--ops", "400", "--seed", "5", "--ticks",
