@@ -4,7 +4,9 @@
    checked whole: CPU seconds (goal <= 10), events/s and states explored.
 2. An 800-event history of 16 clients all on one id (it cannot be partitioned): decided
    within a 60 s budget (goal <= 60 s CPU), or unknown with how far the search got.
-3. What recording costs `duespec stress`: its client loop against an in-process server,
+3. The same for a history `duespec stress --keys 1 --ticks` records from duespec serve:
+   800 calls of 16 clients on one id slot, every tick joining all calls into one search.
+4. What recording costs `duespec stress`: its client loop against an in-process server,
    calls per CPU second with the history written against the same loop writing nothing
    (goal >= 0.9). Both sides run in this process, server included, alternated.
 """
@@ -68,6 +70,30 @@ def hot_key_figure(quick: bool) -> Figure:
                   note=f"verdict {verdict.status}; {verdict.partitions} part(s); {verdict.states:,} states{progress}")
 
 
+def recorded_hot_key_figure(quick: bool) -> Figure:
+    """The realistic unpartitionable case: `duespec stress --keys 1 --ticks` against duespec
+    serve, 16 clients, 800 calls, all on one id slot and joined by ticks into one search."""
+    from duespec.histories.stress import stress
+
+    workdir = Path(tempfile.mkdtemp(prefix="duespec-bench-hot-"))
+    path = workdir / "hot.ndjson"
+    history = stress(target="serve", clients=16, ops=800, clock="pinned", seed=3, keys=1, output=path, ticks=True)
+    path.unlink()
+    workdir.rmdir()
+    verdicts = []
+
+    def run() -> int:
+        verdicts.append(_check(history, budget=60))
+        return len(history.events)
+
+    sample = timed(run)
+    verdict = verdicts[-1]
+    progress = (f"; placed {verdict.progress[0]} of {verdict.progress[1]} calls" if verdict.progress else "")
+    return Figure(SECTION, "decide a recorded 800-call stress history, one id slot, ticks", sample.cpu, "s",
+                  wall=sample.wall, goal=Goal("<=", 60),
+                  note=f"verdict {verdict.status}; {verdict.partitions} part(s); {verdict.states:,} states{progress}")
+
+
 def recording_figure(quick: bool) -> Figure:
     from duespec.histories.format import HistoryHeader, HistoryWriter
     from duespec.histories.stress import run_clients
@@ -106,4 +132,4 @@ def recording_figure(quick: bool) -> Figure:
 
 
 def figures(quick: bool) -> list[Figure]:
-    return [*scale_figures(quick), hot_key_figure(quick), recording_figure(quick)]
+    return [*scale_figures(quick), hot_key_figure(quick), recorded_hot_key_figure(quick), recording_figure(quick)]
