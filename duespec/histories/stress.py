@@ -313,7 +313,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pin-step-ms", type=int, default=DEFAULT_PIN_STEP_MS, metavar="MS",
                         help=f"pinned clock: each request moves it on by 0..2*MS ms (default {DEFAULT_PIN_STEP_MS})")
     parser.add_argument("--ticks", action="store_true",
-                        help=f"pinned clock: also send debug.tick ({TICK_SHARE:.0%} of calls) so that timeouts "
+                        help=f"pinned clock: also send debug.tick ({TICK_SHARE * 100:.0f}%% of calls) so that timeouts "
                              f"and schedules fire; a tick reads every id, so the check is one search (slower)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the clients' draws (default 0)")
     parser.add_argument("-o", "--output", metavar="FILE",
