@@ -76,12 +76,12 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
         verdict = check_history(history, profile=profile, budget=budget, max_timer_lag=max_timer_lag)
     except ValueError as error:  # a profile or config the model refuses
         raise UsageError(f"{source}: {error}") from None
-    print(describe(verdict), file=out, flush=True)
+    # The files first: a closed stdout (a pipe into `head`) must not cost the reports.
     if html_path:
         write_text(html_path, render_html(verdict, source), what="--html")
-        print(f"report: {html_path}", file=out)
     if json_path:
         write_text(json_path, json.dumps(verdict.to_json(), indent=1) + "\n", what="--json")
+    print(describe(verdict) + (f"\nreport: {html_path}" if html_path else ""), file=out, flush=True)
     return verdict.exit_code
 
 
