@@ -32,7 +32,8 @@ from duespec.exits import (
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
             "duespec.traces.replay", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
-            "duespec.histories.export")
+            "duespec.histories.export", "duespec.histories.linearize_command",
+            "duespec.histories.stress")
 
 __all__ = ["EXIT_FAILED", "EXIT_HOLDS", "EXIT_INTERRUPTED", "EXIT_USAGE", "MAX_TIMEOUT", "UsageError",
            "build_parser", "explain", "main", "seconds"]

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from duespec.limits import InputError, open_regular, parse_json, read_line
 from duespec.systems import get_system, names
 
@@ -259,7 +261,13 @@ class HistoryWriter:
         self._write_line(header.to_json())
 
     def _write_line(self, value: dict[str, Json]) -> None:
-        self._out.write(json.dumps(value, allow_nan=False, separators=(",", ":")) + "\n")
+        # orjson: a recorder writes a line per call while its clients wait (the bench's
+        # recording-overhead figure); json for what orjson refuses (integers past 64 bits).
+        try:
+            text = orjson.dumps(value).decode()
+        except TypeError:
+            text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        self._out.write(text + "\n")
         self._out.flush()
 
     def write(self, event: Event) -> None:

@@ -8,7 +8,7 @@ copy of the model, keep going if the answer agrees, and back up when none does. 
 configuration seen before (the same calls placed, the same model state, the same clock)
 is never explored twice: that memo is what makes the search finish on real histories.
 
-Two clocks (docs/linearize.md, "Clocks"):
+Two clocks (docs/linearize.md, "How the search works"):
 
 - `pinned`: each call carried its `now`; the model steps at it.
 - `real`: the server read its own clock, at a hidden instant inside the call's
@@ -49,7 +49,7 @@ import orjson
 from duespec.histories.format import Event, History
 from duespec.systems import get_system
 from duespec.systems.concurrent import Concurrency, concurrency_of
-from duespec.targets.interface import responses_agree
+from duespec.targets.interface import comparable, responses_agree, same_json
 
 Json = Any
 
@@ -60,6 +60,12 @@ DEFAULT_MAX_TIMER_LAG = 1000
 #: Exit codes of a verdict: 0 linearizable, 1 not, 3 unknown (the budget ran out). 2 is
 #: bad input, as for every duespec command.
 EXIT_CODES = {"linearizable": 0, "not linearizable": 1, "unknown": 3}
+#: Largest counterexample whose minimality is checked call by call (one search per call).
+_MAX_PROVED = 24
+#: Fewest states a shrinking candidate's quick check may explore (shrink_counterexample).
+_QUICK_STATES = 1500
+#: Most distinct model states kept for justifying answers (_Search.justification).
+_MAX_REACHED = 2000
 #: How often (in search nodes) the budget's deadline is read.
 _CLOCK_EVERY = 256
 _INF = float("inf")
@@ -125,10 +131,13 @@ class Counterexample:
     #: decided (False when a check ran out of budget, so minimality is not proved).
     minimal: bool
     checks: int
+    #: Each call's role (history index -> why it cannot be removed), from the minimality check.
+    roles: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Json]:
         return {"events": [e.to_json() for e in self.events], "original": self.original,
-                "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks}
+                "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks,
+                "roles": {str(k): v for k, v in self.roles.items()}}
 
 
 @dataclass
@@ -208,6 +217,8 @@ class _Search:
         self.hi_ms = [e.return_ms if e.outcome == "ok" else _INF for e in self.events]
         self.full = (1 << n) - 1
         self.states = 0
+        #: A cap on states explored (shrinking's quick checks); past it the search is unknown.
+        self.max_states: float = _INF
         self._instants: dict[bytes, list[int]] = {}
         # Instants any call of this part names: one call's hidden `now` may show only in
         # another's answer (a stored createdAt, read back by a later get).
@@ -295,6 +306,7 @@ class _Search:
         count_placed = 0
         best_count = -1
         tick_count = 0
+        self.reached = {root_key: (root, clock0)}
         while stack:
             placed, target, key, clock, choices = stack[-1]
             if placed == self.full:
@@ -302,7 +314,7 @@ class _Search:
             tick_count += 1
             if tick_count >= _CLOCK_EVERY:
                 tick_count = 0
-                if self.budget.out():
+                if self.budget.out() or self.states > self.max_states:
                     return _Result("unknown", self.states, best, best_target)
             choice = next(choices, False)
             if choice is False:
@@ -329,6 +341,8 @@ class _Search:
                 continue
             seen.add(memo)
             self.states += 1
+            if len(self.reached) < _MAX_REACHED:
+                self.reached.setdefault(new_key, (fork, new_clock))
             path.append(Placed(None if i is None else self.indices[i], now, answer))
             if i is not None:
                 count_placed += 1
@@ -337,6 +351,46 @@ class _Search:
             stack.append((new_placed, fork, new_key, new_clock,
                           self.choices(new_placed, fork, new_key, new_clock)))
         return _Result("not linearizable", self.states, best, best_target)
+
+    def justification(self, need: dict[int, int] | None = None) -> dict[int, int] | None:
+        """How well the model can give each call's recorded answer, at any model state the
+        search reached (after run()), ignoring the order the history imposes on the call:
+        FULL for the whole answer, else how many of its leaves (path and value) agree at
+        best. A counterexample is faithful to the history it was shrunk from when no call's
+        level drops (shrink_counterexample).
+
+        With `need` (history index -> level), stop at the first call that cannot reach its
+        level (None) and scan each call's states only until it reaches it: shrinking asks
+        only "does any level drop", and most candidates fail at once."""
+        levels: dict[int, int] = {}
+        for i, event in enumerate(self.events):
+            index = self.indices[i]
+            if event.outcome != "ok":
+                levels[index] = FULL
+                continue
+            goal = FULL if need is None else need.get(index, 0)
+            recorded = _leaves(comparable(event.response))
+            level = 0
+            for key, (target, _) in self.reached.items():
+                if level >= goal:
+                    break
+                if self.clock == "pinned":
+                    instants = [event.now]
+                else:
+                    instants = self.instants(target, key, i, -_INF, self.hi_ms[i])
+                for now in instants:
+                    _, answer, agrees = self.step(target, i, now)
+                    if agrees:
+                        level = FULL
+                        break
+                    if isinstance(answer, dict):
+                        got = _leaves(comparable(answer))
+                        level = max(level, sum(1 for path, value in recorded.items()
+                                               if path in got and same_json(got[path], value)))
+            if need is not None and level < goal:
+                return None
+            levels[index] = level
+        return levels
 
     def stuck(self, result: _Result) -> Stuck:
         """The deepest prefix, the call that returned first of those left, and what the
@@ -366,6 +420,38 @@ class _Search:
             _, answer, agrees = self.step(target, i, now)
             attempts.append(Attempt(self.indices[i], now, answer, agrees))
         return Stuck(result.best, self.indices[blocked], target.observe(), attempts)
+
+
+#: The justification level of an answer the model gives whole (more than any leaf count).
+FULL = 1 << 30
+
+
+def _leaves(value: Json, prefix: str = "") -> dict[str, Json]:
+    """A JSON value as {path: leaf} (lists by position), to count how much of two answers agree."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Json] = {}
+        for key, item in value.items():
+            out.update(_leaves(item, f"{prefix}.{key}"))
+        return out
+    if isinstance(value, list) and value:
+        out = {}
+        for n, item in enumerate(value):
+            out.update(_leaves(item, f"{prefix}[{n}]"))
+        return out
+    return {prefix: value}
+
+
+def _strings(value: Json) -> Iterator[str]:
+    """Every string in a JSON value (keys left out)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is str:
+            yield v
+        elif type(v) is dict:
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
 
 
 def _ints(value: Json) -> Iterator[int]:
@@ -418,8 +504,9 @@ def partitions(events: list[Event], hooks: Concurrency) -> list[list[int]]:
 
 
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
-            lag: int, budget: _Budget) -> tuple[_Result, _Search]:
+            lag: int, budget: _Budget, max_states: float = _INF) -> tuple[_Result, _Search]:
     search = _Search(events, indices, system, config, clock, lag, budget)
+    search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
     return search.run(), search
@@ -478,7 +565,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
         if shrink:
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
-                budget=budget)
+                budget=budget, blocked=search.stuck(result).call)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
@@ -491,53 +578,136 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 
 
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
-                          clock: str, lag: int, *, budget: float | None) -> Counterexample:
-    """Drop whole clients, then single calls, while the rest stays non-linearizable; then
-    check that removing any one call of what is left makes it linearizable (minimality).
+                          clock: str, lag: int, *, budget: float | None,
+                          blocked: int | None = None) -> Counterexample:
+    """Drop calls while what is left stays a faithful counterexample; then check that
+    removing any one call of what is left does not (minimality).
 
-    Each check has its own slice of `budget`; a check that runs out counts as "not shown
-    non-linearizable", so the shrunk history is always a proved counterexample, and its
-    minimality is claimed only when every removal was decided."""
+    Faithful: not linearizable, and the model can still give every call's recorded answer
+    at some state a linearizable prefix of what is left reaches, as well as it could in
+    the history shrunk from (_Search.justification: the whole answer, or its status).
+    Without that condition,
+    dropping calls finds a meaningless counterexample: remove the promise.create before a
+    settle and the settle alone is not linearizable from an empty server, which says
+    nothing about the race that was recorded. So a call that only justifies another
+    (a write a later read saw) stays, and each call of the result has a role: without it
+    the rest is linearizable ("core"), or some call's answer is no longer justified
+    ("context").
+
+    Removal goes in halves, then quarters, down to single calls (delta debugging). Each
+    check has the rest of `budget`; a check that runs out counts as "not shown", so the
+    shrunk history is always a proved counterexample, and minimality is claimed only when
+    every removal was decided.
+
+    First the calls made after the blocked call (`blocked`, the one the full search could
+    not place) returned are cut, if what is left still fails: the search never got past
+    that call, so they cannot matter to why it failed."""
     events = history.events
     overall = _Budget(budget)
     checks = 0
+    start = list(part)
+    if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
+        cut = [i for i in part if events[i].call_ns <= events[blocked].return_ns]
+        if len(cut) < len(part):
+            result, _ = _decide([events[i] for i in cut], cut, system, config, clock, lag, overall)
+            checks += 1
+            if result.status == "not linearizable":
+                start = cut
+    # The shortest prefix (in return order) that is not linearizable: its last call is the
+    # first answer no order explains. Found by bisection; a prefix that is linearizable is
+    # decided fast (one order found), so this costs a few searches of the history's head.
+    by_return = sorted(start, key=lambda i: (events[i].return_ns, i))
+    lo, hi = 1, len(by_return)
+    while lo < hi and not overall.out():
+        mid = (lo + hi) // 2
+        head = sorted(by_return[:mid])
+        result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall)
+        checks += 1
+        if result.status == "not linearizable":
+            hi = mid
+        elif result.status == "linearizable":
+            lo = mid + 1
+        else:
+            break
+    if lo == hi and lo < len(by_return):
+        start = sorted(by_return[:lo])
+    culprit = by_return[lo - 1] if lo == hi else None
+    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
+    base = search.justification() if result.status == "not linearizable" else {}
+    quick_states = max(_QUICK_STATES, result.states // 4)
 
-    def fails(subset: list[int]) -> tuple[bool, bool]:
-        """(not linearizable, decided)"""
+    def judge(subset: list[int], name: bool = False, quick: bool = False) -> str:
+        """"counterexample", "linearizable", "unjustified #i" or "unknown"."""
         nonlocal checks
         checks += 1
         sub = [events[i] for i in subset]
         hooks = concurrency_of(system)
+        verdict = "linearizable"
         for group in partitions(sub, hooks):
-            result, _ = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
-                                lag, overall)
+            result, found = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
+                                    lag, overall, quick_states if quick else _INF)
             if result.status == "not linearizable":
-                return True, True
-            if result.status == "unknown":
-                return False, False
-        return False, True
+                group_need = {subset[j]: base.get(subset[j], 0) for j in group}
+                if found.justification(group_need) is not None:
+                    return "counterexample"
+                verdict = "unjustified"
+                if name:
+                    levels = found.justification() or {}
+                    lost = [i for i in levels if levels[i] < group_need[i]]
+                    verdict = f"unjustified #{lost[0]}" if lost else verdict
+            elif result.status == "unknown":
+                return "unknown"
+        return verdict
 
-    current = list(part)
-    for client in sorted({events[i].client for i in current}):
-        candidate = [i for i in current if events[i].client != client]
-        if candidate and fails(candidate)[0]:
-            current = candidate
-    changed = True
-    while changed and not overall.out():
-        changed = False
-        for position in range(len(current)):
-            candidate = current[:position] + current[position + 1:]
-            if candidate and fails(candidate)[0]:
-                current, changed = candidate, True
+    def fails(subset: list[int]) -> bool:
+        """Quick: a candidate whose search needs many more states than the history it is
+        cut from is passed over (a larger counterexample is still a proved one; the
+        minimality check below decides every removal in full)."""
+        return bool(subset) and judge(subset, quick=True) == "counterexample"
+
+    current = list(start)
+    # Then only the calls that share a key with the culprit (and so can have made its
+    # answer wrong), first without the calls that touch every key (ticks), then with them.
+    # A culprit that touches every key (a tick) is focused on the keys its answer names.
+    hooks = concurrency_of(system)
+    keys_of = {i: hooks.keys(events[i].op, events[i].args) for i in current}
+    focus = keys_of.get(culprit) if culprit is not None else None
+    if culprit is not None and focus is None:
+        named = set(_strings(events[culprit].response))
+        focus = frozenset(k for ks in keys_of.values() if ks for k in ks if k.partition(":")[2] in named)
+    if focus:
+        near = sorted({i for i in current if (keys_of[i] or frozenset()) & focus} | {culprit})
+        every = [i for i in current if keys_of[i] is None and i not in near]
+        for candidate in (near, sorted(near + every)):
+            if len(candidate) < len(current) and candidate and judge(candidate) == "counterexample":
+                current = candidate
                 break
-    minimal = True
-    for position in range(len(current)):
-        candidate = current[:position] + current[position + 1:]
-        failed, decided = fails(candidate) if candidate else (False, True)
-        if failed or not decided:
-            minimal = False
+    chunk = max(len(current) // 2, 1)
+    while chunk >= 1 and not overall.out():
+        position, removed_any = 0, False
+        while position < len(current) and not overall.out():
+            candidate = current[:position] + current[position + chunk:]
+            if fails(candidate):
+                current, removed_any = candidate, True
+            else:
+                position += chunk
+        if chunk == 1 and not removed_any:
             break
+        chunk = max(chunk // 2, 1) if chunk > 1 else 1
+    minimal = not overall.out() and len(current) <= _MAX_PROVED
+    roles: dict[int, str] = {}
+    for position, index in enumerate(current if minimal else []):
+        candidate = current[:position] + current[position + 1:]
+        outcome = judge(candidate, name=True) if candidate else "linearizable"
+        if outcome == "linearizable":
+            roles[index] = "core: without it the rest is linearizable"
+        elif outcome.startswith("unjustified"):
+            whose = outcome.split()[1] if " " in outcome else "another call"
+            roles[index] = f"context: without it the answer of {whose} has no justification"
+        else:
+            roles[index] = "removable" if outcome == "counterexample" else "undecided"
+            minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
     final_budget = _Budget(None if budget is None else max(budget, 5.0))
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
-    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks)
+    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles)

@@ -4,8 +4,19 @@ aiohttp parses HTTP (the SDK's own HTTP library, so one well-kept dependency ser
 sides); everything after the body bytes is `WireServer.answer`, a plain function. Each
 request runs whole under one lock on one SQLite store, so concurrent clients see one
 handler (one transaction) at a time and a request the protocol rejects reaches no handler.
-duespec serve never fires timeouts on its own: time moves only when a client says so
-(`resonate:debug_time`, `debug.tick`), which is what a checker needs.
+
+Two clocks. `--clock pinned` (the default): the server never fires timeouts on its own;
+time moves only when a client says so (`resonate:debug_time`, `debug.tick`), which is
+what a replaying checker needs. `--clock real`: the server reads its own wall clock for
+every call and fires due timeouts from a background loop every `--tick-ms`, as a deployed
+server does; pins and debug.tick are then refused (400), since they would mean a second
+clock. What such a server does is checked from outside, by `duespec stress` and
+`duespec linearize` (docs/linearize.md).
+
+`--unsafe-drop-acquire-lock` (hidden, for tests of those checkers) makes task.acquire
+racy: it reads the task under the lock, lets the lock go for a moment, and then writes
+its acquisition from what it read, so two concurrent acquires of one task version can
+both succeed. It exists so that a test can show the checkers catch a real race.
 """
 
 from __future__ import annotations
@@ -47,16 +58,31 @@ class WallClock:
         return self.last
 
 
+#: The server's clocks (module docstring); the default tick period of the real one.
+CLOCKS = ("pinned", "real")
+DEFAULT_TICK_MS = 100
+#: How long the racy acquire (--unsafe-drop-acquire-lock) holds off between read and write.
+UNSAFE_GAP_SECONDS = 0.002
+
+
 class WireServer:
     """One ScheduleServer and the protocol around it, without HTTP (tests call `answer`)."""
 
     def __init__(self, db: str = MEMORY, *, profile: str | None = None, retry_timeout: int | None = None,
                  server_class: type[ScheduleServer] = ScheduleServer,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None, clock_mode: str = "pinned",
+                 tick_ms: int | None = None, unsafe_drop_acquire_lock: bool = False) -> None:
+        if clock_mode not in CLOCKS:
+            raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock_mode!r}")
         self.db, self.server_class = db, server_class
         self.clock = clock or WallClock()
+        self.clock_mode = clock_mode
+        #: Under the real clock, the background loop's period (ms); None: no loop.
+        self.tick_ms = (tick_ms or DEFAULT_TICK_MS) if clock_mode == "real" else None
+        self.unsafe_drop_acquire_lock = unsafe_drop_acquire_lock
         self.lock = threading.Lock()
         self.server = server_class(db, profile=profile, retry_timeout=retry_timeout)
+        self.tick_errors = 0
 
     def close(self) -> None:
         with self.lock:
@@ -69,14 +95,50 @@ class WireServer:
         except WireError as error:
             return error.status, envelope(error.kind, error.corr_id, error.status, error.message)
         try:
-            with self.lock:
-                answer = self._dispatch(request)
+            if self.clock_mode == "real" and (request.debug_time is not None or request.kind == "debug.tick"):
+                raise WireError(400, "this server reads its own clock (duespec serve --clock real): "
+                                     "resonate:debug_time and debug.tick are refused")
+            if self.unsafe_drop_acquire_lock and request.kind == "task.acquire":
+                answer = self._racy_acquire(request)
+            else:
+                with self.lock:
+                    answer = self._dispatch(request)
         except WireError as error:
             answer = envelope(request.kind, request.corr_id, error.status, error.message)
         except Exception as error:  # a bug must cost one 500, never the server
             answer = envelope(request.kind, request.corr_id, 500,
                               f"Internal error: {type(error).__name__}: {error}")
         return answer["head"]["status"], answer
+
+    def tick(self) -> dict[str, Json]:
+        """The background loop's step (--clock real): fire what is due at the server's now."""
+        with self.lock:
+            return self.server.handle("tick", {}, self.clock())
+
+    def _racy_acquire(self, request: Request) -> dict[str, Json]:
+        """task.acquire with the lock let go between its read and its write (the bug
+        --unsafe-drop-acquire-lock plants): the write trusts what was read."""
+        from duespec.impl.schedules_records import InvalidRequest, check_time, parse_task_acquire
+
+        with self.lock:
+            op, args, now = request_to_op(request, self.clock())
+            try:
+                check_time(now, "now")
+                req = parse_task_acquire(args)
+            except (InvalidRequest, TypeError, ValueError):
+                return self._dispatch(request)  # a bad request: answered as always
+            server = self.server
+            with server.store.transaction():
+                held = server._held(req.id, req.version, "pending", now)
+            if isinstance(held, int):
+                return response_envelope(request.kind, request.corr_id, op, {"status": held})
+        time.sleep(UNSAFE_GAP_SECONDS)  # another acquire of the same version may read it pending now
+        with self.lock:
+            task, promise = held
+            with server.store.transaction():
+                task = server._acquire(task, req.pid, req.ttl, now)
+            return response_envelope(request.kind, request.corr_id, op,
+                                     {"status": 200, "task": task.record(), "promise": promise.record()})
 
     def _dispatch(self, request: Request) -> dict[str, Json]:
         kind, corr_id = request.kind, request.corr_id
@@ -139,7 +201,37 @@ def make_app(wire: WireServer, max_body: int = DEFAULT_MAX_BODY) -> web.Applicat
 
     app.router.add_post("/", post_root)
     app.router.add_get("/health", health)
+    if wire.tick_ms:
+        app.on_startup.append(lambda app: _start_ticking(app, wire))
+        app.on_cleanup.append(_stop_ticking)
     return app
+
+
+_TICKER = web.AppKey("ticker", asyncio.Task)
+
+
+async def _start_ticking(app: web.Application, wire: WireServer) -> None:
+    async def loop() -> None:
+        running = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(wire.tick_ms / 1000)
+            try:
+                await running.run_in_executor(None, wire.tick)
+            except Exception as error:  # a bug in a tick must not stop the next one
+                wire.tick_errors += 1
+                if wire.tick_errors == 1:
+                    print(f"duespec serve: a background tick failed: {type(error).__name__}: {error}",
+                          file=sys.stderr, flush=True)
+
+    app[_TICKER] = asyncio.get_running_loop().create_task(loop())
+
+
+async def _stop_ticking(app: web.Application) -> None:
+    app[_TICKER].cancel()
+    try:
+        await app[_TICKER]
+    except asyncio.CancelledError:
+        pass
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -223,10 +315,15 @@ def main(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must lie in [0, 65535], got {args.port}")
+    if args.tick_ms is not None and not 1 <= args.tick_ms <= 60_000:
+        raise UsageError(f"--tick-ms must lie in [1, 60000], got {args.tick_ms}")
+    if args.tick_ms is not None and args.clock != "real":
+        raise UsageError("--tick-ms needs --clock real (a pinned server fires timeouts only when told)")
     if args.max_body < 1024:
         raise UsageError(f"--max-body must be at least 1024 bytes, got {args.max_body}")
     try:
-        wire = WireServer(args.db, profile=args.profile, retry_timeout=args.retry_timeout)
+        wire = WireServer(args.db, profile=args.profile, retry_timeout=args.retry_timeout, clock_mode=args.clock,
+                          tick_ms=args.tick_ms, unsafe_drop_acquire_lock=args.unsafe_drop_acquire_lock)
     except (ValueError, OSError, sqlite3.Error, StoreError) as error:
         raise UsageError(f"cannot open the store {args.db!r}: {error}") from None
     try:
@@ -234,8 +331,11 @@ def main(args: argparse.Namespace) -> int:
     except OSError as error:
         wire.close()
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
+    clock = f"real clock, ticking every {wire.tick_ms} ms" if args.clock == "real" else "pinned clock"
     print(f"duespec serve schedules: listening on {url_of(sock)} (profile {wire.server.profile}, "
-          f"store {args.db}); POST / with Resonate envelopes, Ctrl-C stops", flush=True)
+          f"store {args.db}, {clock}"
+          f"{', UNSAFE: task.acquire drops its lock' if args.unsafe_drop_acquire_lock else ''}); "
+          f"POST / with Resonate envelopes, Ctrl-C stops", flush=True)
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -257,8 +357,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "serve", help="serve the production implementation over Resonate's HTTP protocol",
         description="Serve duespec's production implementation of Resonate schedules over the "
                     "Resonate HTTP protocol: POST / with {kind, head: {corrId, version}, data}. "
-                    "Time moves only when a client pins it (head resonate:debug_time) or ticks "
-                    "(debug.tick); debug.reset, debug.snap control the store. "
+                    "Under --clock pinned (the default) time moves only when a client pins it (head "
+                    "resonate:debug_time) or ticks (debug.tick); under --clock real the server reads its "
+                    "own clock and fires timeouts every --tick-ms. debug.reset, debug.snap control the store. "
                     "See docs/wire.md, 'Running duespec serve'.",
         epilog="example: duespec serve schedules --port 8001 --profile deployed")
     parser.add_argument("system", choices=("schedules",))
@@ -274,4 +375,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help=f"task retry timeout in ms (default {DEFAULT_RETRY_TIMEOUT})")
     parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help=f"largest request body; larger ones get 413 (default {DEFAULT_MAX_BODY})")
+    parser.add_argument("--clock", choices=CLOCKS, default="pinned",
+                        help="pinned (default): time moves only when a client pins it or ticks; real: the "
+                             "server reads its own clock and fires timeouts in the background")
+    parser.add_argument("--tick-ms", type=int, default=None, metavar="MS",
+                        help=f"with --clock real: fire due timeouts every MS ms (default {DEFAULT_TICK_MS})")
+    parser.add_argument("--unsafe-drop-acquire-lock", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=main)

@@ -1,0 +1,334 @@
+"""`duespec stress schedules --target URL`: many clients at once against one server, then a verdict.
+
+A server's bugs under concurrency (a lost update, a read of stale state, a lock held too
+briefly) show only when calls really overlap on the same state. So N clients run at once
+(asyncio, one aiohttp session), each drawing its calls from small shared pools of ids,
+so that the same promise is settled twice, the same task version acquired by two
+workers, a schedule created and deleted while it fires. Workers also share what they
+have seen (a task's current version), as real workers learn it from the server, so
+their acquires and fulfills aim at the version that matters.
+
+Every call is recorded as it returns (duespec.histories.format's writer), with its
+interval on this process's clocks; then `duespec linearize` judges the history. Exit
+codes are linearize's: 0 linearizable, 1 not, 2 bad usage or an unusable target, 3
+unknown (the budget ran out). The guide is docs/linearize.md, "duespec stress".
+
+Clocks: `--clock pinned` stamps every request from one shared monotone clock with
+`resonate:debug_time` (each request moves it on by --pin-step-ms; with --ticks clients
+also send debug.tick, so timeouts and schedules fire in a short run); `--clock real` sends no pin,
+and the server reads its own clock (`duespec serve --clock real` fires timeouts itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duespec.histories.format import Event, History, HistoryHeader, HistoryWriter
+
+Json = Any
+
+#: Where the pinned clock starts: 2025-01-01T00:00:00Z less 20 s, so that a short run
+#: crosses a minute boundary and minutely schedules fire.
+PIN_START_MS = 1_735_689_600_000 - 20_000
+DEFAULT_PIN_STEP_MS = 100
+#: Seconds one call may take before it is given up on (recorded with outcome unknown).
+CALL_TIMEOUT = 10.0
+VALUE = {"headers": {}, "data": None}
+#: The largest run: every event is held in memory for the check.
+MAX_OPS = 200_000
+MAX_CLIENTS = 256
+#: With --ticks, the share of calls that are debug.tick.
+TICK_SHARE = 0.05
+#: Seconds for the check of a stress run (and again for its shrinking).
+DEFAULT_STRESS_BUDGET = 10.0
+
+
+@dataclass
+class Shared:
+    """What the clients share: the pinned clock and what workers have seen of tasks."""
+
+    clock: str
+    #: Pinned clock only: the share of calls that are debug.tick (0: none).
+    ticks: float = 0.0
+    now: int = PIN_START_MS
+    step_ms: int = DEFAULT_PIN_STEP_MS
+    rng: random.Random = field(default_factory=random.Random)
+    versions: dict[str, int] = field(default_factory=dict)
+    #: Each pool slot's generation: once a task of a slot has been acquired, or its promise
+    #: is no longer pending, the workers move on to a fresh id for that slot, so there is
+    #: always a pending task to contend for (a slot's id is k<slot>.<generation>).
+    generations: dict[int, int] = field(default_factory=dict)
+
+    def id_of(self, slot: int) -> str:
+        return f"k{slot}.{self.generations.get(slot, 0)}"
+
+    def move_on(self, id: str) -> None:
+        """The task of `id` was won or its promise ended: its slot moves to a fresh id."""
+        head, _, generation = id.partition(".")
+        if head.startswith("k") and head[1:].isdigit() and generation.isdigit():
+            slot = int(head[1:])
+            if self.generations.get(slot, 0) == int(generation):
+                self.generations[slot] = int(generation) + 1
+
+    def pin(self) -> int | None:
+        if self.clock != "pinned":
+            return None
+        self.now += self.rng.randrange(0, 2 * self.step_ms + 1)
+        return self.now
+
+
+def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -> tuple[str, dict[str, Json]]:
+    """One call from the pools, weighted toward the ones that contend on a task."""
+    id = shared.id_of(rng.randrange(keys))
+    roll = rng.random()
+    if roll < shared.ticks:
+        return "tick", {}
+    if roll < shared.ticks + 0.10:
+        kind = rng.choice(("schedule.create", "schedule.get", "schedule.delete"))
+        if kind == "schedule.create":
+            return kind, {"id": "s" + id, "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+                          "promiseTimeout": 60_000, "promiseParam": VALUE,
+                          "promiseTags": {"resonate:target": "poll://any"}}
+        return kind, {"id": "s" + id}
+    kind = rng.choices(("promise.create", "promise.get", "promise.settle", "task.acquire", "task.get",
+                        "task.fulfill", "task.release"), (4, 1, 1, 5, 1, 1, 1))[0]
+    if kind == "promise.create":
+        tags = {"resonate:target": "poll://any"} if rng.random() < 0.8 else {}
+        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((1_000, 10_000, 600_000)), "param": VALUE,
+                      "tags": tags}
+    if kind in ("promise.get", "task.get"):
+        return kind, {"id": id}
+    if kind == "promise.settle":
+        return kind, {"id": id, "state": rng.choice(("resolved", "rejected")), "value": VALUE}
+    known = shared.versions.get(id, 0)
+    version = known if rng.random() < 0.85 else rng.choice((0, 1, 2))
+    if kind == "task.acquire":
+        return kind, {"id": id, "version": version, "pid": pid, "ttl": rng.choice((300, 5_000))}
+    if kind == "task.fulfill":
+        return kind, {"id": id, "version": version, "action": {"id": id, "state": "resolved", "value": VALUE}}
+    return kind, {"id": id, "version": version}
+
+
+def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
+    """What a worker tells the others: a task's version, a task won, a promise ended."""
+    response = response or {}
+    task, promise = response.get("task"), response.get("promise")
+    if isinstance(task, dict) and isinstance(task.get("id"), str) and type(task.get("version")) is int:
+        shared.versions[task["id"]] = task["version"]
+        if op == "task.acquire" and response.get("status") == 200:
+            shared.move_on(task["id"])
+    if isinstance(promise, dict) and isinstance(promise.get("id"), str) and promise.get("state") != "pending":
+        shared.move_on(promise["id"])
+
+
+class StressError(Exception):
+    """A target that cannot be used (not listening, refuses a reset): exit 2."""
+
+
+async def _post(session: Any, url: str, body: dict[str, Json]) -> tuple[int, Json]:
+    async with session.post(url, json=body) as answer:
+        return answer.status, await answer.json(content_type=None)
+
+
+async def reset_target(session: Any, url: str, config: dict[str, Json]) -> None:
+    from duespec.wire.envelope import PROTOCOL_VERSION
+
+    body = {"kind": "debug.reset", "head": {"corrId": "reset", "version": PROTOCOL_VERSION}, "data": config}
+    try:
+        status, answer = await _post(session, url, body)
+    except Exception as error:  # aiohttp's errors, a refused connection, a non-JSON answer
+        raise StressError(f"cannot reach {url}: {type(error).__name__}: {error}") from None
+    if status != 200:
+        raise StressError(f"{url} refused debug.reset ({status}: {str(answer)[:200]}); stress needs a server it can "
+                          f"start empty (duespec serve, or a Resonate server in debug mode)")
+
+
+async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int, keys: int,
+                      writer: HistoryWriter | None, step_ms: int = DEFAULT_PIN_STEP_MS,
+                      config: dict[str, Json] | None = None, ticks: bool = False) -> int:
+    """N clients, `ops` calls in all; each call written to `writer` as it returns (None: the
+    same loop without recording, for the bench). Returns the number of calls made."""
+    import aiohttp
+
+    from duespec.wire.envelope import (
+        DEBUG_TIME, KIND_OF_OP, PROTOCOL_VERSION, STRICT, ProtocolViolation, args_to_wire, check_envelope,
+        op_response,
+    )
+
+    shared = Shared(clock, TICK_SHARE if ticks and clock == "pinned" else 0.0, step_ms=step_ms,
+                    rng=random.Random(seed))
+    remaining = [ops]
+    counter = [0]
+    connector = aiohttp.TCPConnector(limit=clients + 1)
+    timeout = aiohttp.ClientTimeout(total=CALL_TIMEOUT)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        await reset_target(session, url, config or {"profile": "lean", "retry_timeout": 5000})
+
+        async def client(n: int) -> None:
+            rng = random.Random(seed * 1_000_003 + n)
+            name = f"c{n}"
+            while remaining[0] > 0:
+                remaining[0] -= 1
+                counter[0] += 1
+                corr = f"{name}.{counter[0]}"
+                now = shared.pin()
+                op, args = draw(rng, shared, keys, name, now if now is not None else time.time_ns() // 1_000_000)
+                kind = KIND_OF_OP[op]
+                head: dict[str, Json] = {"corrId": corr, "version": PROTOCOL_VERSION, STRICT: True}
+                if now is not None:
+                    head[DEBUG_TIME] = now
+                data = {**args, "time": now} if op == "tick" else args_to_wire(op, args, corr)
+                body = {"kind": kind, "head": head, "data": data}
+                call_ns, call_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
+                response: dict[str, Json] | None
+                try:
+                    status, answer = await _post(session, url, body)
+                    wire_status, wire_data = check_envelope(answer, kind, corr, status)
+                    response = op_response(op, wire_status, wire_data)
+                    outcome = "unknown" if wire_status == 500 else "ok"
+                    if outcome == "unknown":
+                        response = None
+                except (aiohttp.ClientError, asyncio.TimeoutError, ProtocolViolation, ValueError):
+                    response, outcome = None, "unknown"
+                return_ns, return_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
+                learn(shared, op, response)
+                if writer is not None:
+                    writer.write(Event(name, op, args, call_ns, return_ns, call_ms, return_ms, outcome, response,
+                                       now))
+
+        await asyncio.gather(*(client(n) for n in range(clients)))
+    return ops
+
+
+def start_serve(clock: str, db: str, profile: str, tick_ms: int | None, unsafe: bool) -> Any:
+    """`duespec serve` in a thread of this process, on a free loopback port."""
+    from duespec.wire.serve import ServerThread, WireServer
+
+    return ServerThread(WireServer(db, profile=profile, clock_mode=clock, tick_ms=tick_ms,
+                                   unsafe_drop_acquire_lock=unsafe))
+
+
+def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: int, output: Path,
+           profile: str = "lean", db: str = ":memory:", tick_ms: int | None = None, unsafe: bool = False,
+           step_ms: int = DEFAULT_PIN_STEP_MS, ticks: bool = False) -> History:
+    """Drive the target and return the recorded history (also written to `output`)."""
+    from duespec.histories.format import read_history
+
+    config = {"profile": profile, "retry_timeout": 5000}
+    header = HistoryHeader("schedules", clock, config, "duespec stress",
+                           {"seed": seed, "clients": clients, "ops": ops, "keys": keys})
+    served = start_serve(clock, db, profile, tick_ms, unsafe) if target == "serve" else None
+    try:
+        url = served.url if served is not None else target
+        with HistoryWriter(output, header) as writer:
+            asyncio.run(run_clients(url, clients=clients, ops=ops, clock=clock, seed=seed, keys=keys,
+                                    writer=writer, step_ms=step_ms, config=config, ticks=ticks))
+    finally:
+        if served is not None:
+            served.stop()
+    return read_history(output)
+
+
+def main(args: argparse.Namespace) -> int:
+    from duespec.cli import UsageError
+    from duespec.histories.format import HistoryError
+    from duespec.histories.linearize_command import judge
+    from duespec.outputs import check_output
+
+    if not 1 <= args.clients <= MAX_CLIENTS:
+        raise UsageError(f"--clients must lie in [1, {MAX_CLIENTS}], got {args.clients}")
+    if not 1 <= args.ops <= MAX_OPS:
+        raise UsageError(f"--ops must lie in [1, {MAX_OPS:,}], got {args.ops}")
+    if not 1 <= args.keys <= 1000:
+        raise UsageError(f"--keys must lie in [1, 1000], got {args.keys}")
+    if args.target != "serve" and not args.target.startswith(("http://", "https://")):
+        raise UsageError(f"--target must be an http(s) URL or `serve`, got {args.target[:200]!r}")
+    if args.target != "serve" and (args.db != ":memory:" or args.unsafe_drop_acquire_lock or args.tick_ms):
+        raise UsageError("--db and --tick-ms are for --target serve (the in-process server)")
+    if args.ticks and args.clock != "pinned":
+        raise UsageError("--ticks is for --clock pinned (a real-clock server fires its own timeouts)")
+    if args.tick_ms is not None and not 1 <= args.tick_ms <= 60_000:
+        raise UsageError(f"--tick-ms must lie in [1, 60000], got {args.tick_ms}")
+    for what, path in (("-o", args.output), ("--html", args.html)):
+        if path:
+            check_output(path, what=what)
+    keep = args.output is not None
+    if keep:
+        output = Path(args.output)
+        if output.exists():
+            raise UsageError(f"-o {args.output}: the file exists; stress writes a new history")
+    else:
+        output = Path(tempfile.mkdtemp(prefix="duespec-stress-")) / "history.ndjson"
+    started = time.perf_counter()
+    try:
+        history = stress(target=args.target, clients=args.clients, ops=args.ops, clock=args.clock, seed=args.seed,
+                         keys=args.keys, output=output, profile=args.profile, db=args.db, tick_ms=args.tick_ms,
+                         unsafe=args.unsafe_drop_acquire_lock, step_ms=args.pin_step_ms, ticks=args.ticks)
+    except StressError as error:
+        raise UsageError(f"target unusable: {error}") from None
+    except HistoryError as error:
+        raise UsageError(f"the recorded history does not read back: {error}") from None
+    unknown = sum(1 for e in history.events if e.outcome == "unknown")
+    print(f"duespec stress: {len(history.events):,} calls by {args.clients} clients in "
+          f"{time.perf_counter() - started:.1f} s ({args.clock} clock"
+          f"{f', {unknown} with outcome unknown' if unknown else ''}); history {output}", flush=True)
+    code = judge(history, source=str(output), profile=None, budget=args.budget, max_timer_lag=args.max_timer_lag,
+                 html_path=args.html)
+    if not keep and code == 0:
+        output.unlink()
+        os.rmdir(output.parent)
+    return code
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from duespec.histories.linearize import DEFAULT_MAX_TIMER_LAG
+    from duespec.histories.linearize_command import budget_seconds
+
+    parser = subparsers.add_parser(
+        "stress", help="drive a server with many concurrent clients and check the history",
+        description="Run N concurrent clients against a Resonate server, drawing calls from small shared "
+                    "id pools so they contend; record the history (docs/histories.md) and judge it with "
+                    "duespec linearize. Exit 0 linearizable, 1 not (counterexample printed), 2 bad usage "
+                    "or an unusable target, 3 unknown (the budget ran out). See docs/linearize.md.",
+        epilog="example: duespec stress schedules --target serve --clients 8 --ops 400 --seed 1")
+    parser.add_argument("system", choices=("schedules",))
+    parser.add_argument("--target", required=True,
+                        help="the server's URL (it must accept debug.reset), or `serve` for duespec serve "
+                             "started in this process on a free loopback port")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
+    parser.add_argument("--ops", type=int, default=400, help="calls in all (default 400)")
+    parser.add_argument("--keys", type=int, default=3, help="ids in the shared pool (default 3: real contention)")
+    parser.add_argument("--clock", choices=("pinned", "real"), default="pinned",
+                        help="pinned (default): every request carries resonate:debug_time from one shared "
+                             "clock; real: no pin, the server reads its own clock")
+    parser.add_argument("--pin-step-ms", type=int, default=DEFAULT_PIN_STEP_MS, metavar="MS",
+                        help=f"pinned clock: each request moves it on by 0..2*MS ms (default {DEFAULT_PIN_STEP_MS})")
+    parser.add_argument("--ticks", action="store_true",
+                        help=f"pinned clock: also send debug.tick ({TICK_SHARE * 100:.0f}%% of calls) so that timeouts "
+                             f"and schedules fire; a tick reads every id, so the check is one search (slower)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the clients' draws (default 0)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the history here (default: a temporary file, kept only if not linearizable)")
+    parser.add_argument("--budget", type=budget_seconds, default=DEFAULT_STRESS_BUDGET, metavar="SECONDS",
+                        help=f"seconds for the check, and again for shrinking a counterexample (default "
+                             f"{DEFAULT_STRESS_BUDGET:g}: a run stays under half a minute)")
+    parser.add_argument("--max-timer-lag", type=int, default=DEFAULT_MAX_TIMER_LAG, metavar="MS",
+                        help="real clock: how late the server may fire a due timeout")
+    parser.add_argument("--html", metavar="FILE", help="also write linearize's HTML report")
+    parser.add_argument("--profile", choices=("lean", "deployed"), default="lean",
+                        help="the spec reading the server is reset to (default lean)")
+    parser.add_argument("--db", default=":memory:", metavar="FILE",
+                        help="with --target serve: the SQLite store (default in memory)")
+    parser.add_argument("--tick-ms", type=int, default=None, metavar="MS",
+                        help="with --target serve --clock real: the server's background tick period")
+    parser.add_argument("--unsafe-drop-acquire-lock", action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(run=main)

@@ -1,0 +1,422 @@
+"""`duespec linearize`: verdicts on generated and planted histories, counterexamples a
+maintainer can act on, the HTML report in a real browser, and bad input refused."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from duespec.histories.format import Event, History, HistoryHeader, HistoryWriter
+from duespec.histories.generate import START_MS, VALUE, generate
+from duespec.histories.linearize import _Budget, _decide, check_history
+from duespec.histories.report import describe, render_html
+from duespec.histories.resonate_valid import resonate_valid_line
+from duespec.systems import get_system
+
+CONFIG = {"profile": "lean", "retry_timeout": 5000}
+NS = 1_000_000
+T = START_MS
+MINUTE = 60_000
+
+
+def duespec(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "duespec", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def write(path: Path, history: History) -> str:
+    with HistoryWriter(path, history.header) as writer:
+        for event in history.events:
+            writer.write(event)
+    return str(path)
+
+
+# ---- planted violations ---------------------------------------------------------------------
+
+def scripted(seed: int, phases: list[tuple[int, list[tuple[str, str, dict]]]], mutate,
+             noise_clients: int = 3, noise_ops: int = 5) -> tuple[History, set[str]]:
+    """A history made by the model, then one answer changed.
+
+    Each phase (at_ms, calls) runs its calls at once, on clients of their own, pinned at
+    T + at_ms; phases follow one another. Noise clients call other ids and read the
+    scenario's ids throughout. Every call takes effect at a random point inside its
+    interval and the model answers in the order of the points; then `mutate(answers)`
+    changes one answer (answers: label -> response) and the result is returned with the
+    labels of the scenario's calls."""
+    rng = random.Random(seed)
+    plans = []  # (call_ns, return_ns, point_ns, client, op, args, now, label)
+    for p, (at, calls) in enumerate(phases):
+        base = (T + at) * NS
+        for n, (label, op, args) in enumerate(calls):
+            start = base + rng.randrange(0, NS // 2)
+            end = base + NS + rng.randrange(0, NS // 2)
+            plans.append((start, end, rng.randrange(start, end + 1), f"a{p}.{n}", op, args, T + at, label))
+    last = phases[-1][0] + 2
+    ids = [scenario_id for _, calls in phases for _, _, args in calls
+           if isinstance(scenario_id := args.get("id"), str) and not scenario_id.startswith("s")]
+    for c in range(noise_clients):
+        t = T * NS + rng.randrange(0, NS)
+        for k in range(noise_ops):
+            start = t + rng.randrange(0, max(last * NS // noise_ops, 2))
+            end = start + rng.randrange(NS // 10, NS)
+            if k % 2 and ids:
+                op, args = "promise.get", {"id": rng.choice(ids)}
+            else:
+                op, args = rng.choice([("promise.create", {"id": f"n{c}", "timeoutAt": T + 10 * MINUTE,
+                                                           "param": VALUE, "tags": {}}),
+                                       ("promise.get", {"id": f"n{(c + 1) % noise_clients}"}),
+                                       ("promise.settle", {"id": f"n{c}", "state": "resolved", "value": VALUE})])
+            plans.append((start, end, rng.randrange(start, end + 1), f"z{c}", op, args, start // NS, None))
+            t = end + 1
+    model = get_system("schedules").model()
+    model.reset(CONFIG)
+    answers: dict[str, dict] = {}
+    responses = {}
+    for n in sorted(range(len(plans)), key=lambda n: plans[n][2]):
+        *_, op, args, now, label = plans[n]
+        responses[n] = model.step(op, args, now)
+        if label:
+            answers[label] = responses[n]
+    mutated = copy.deepcopy(answers)
+    mutate(mutated)
+    events = []
+    for n, (start, end, _, client, op, args, now, label) in enumerate(plans):
+        response = mutated[label] if label else responses[n]
+        events.append(Event(client, op, args, start, end, start // NS, end // NS, "ok", response, now))
+    events.sort(key=lambda e: (e.return_ns, e.call_ns))
+    return History(HistoryHeader("schedules", "pinned", CONFIG), events), set(answers)
+
+
+TARGETED = {"resonate:target": "poll://any"}
+SCHEDULE = {"id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}", "promiseTimeout": MINUTE,
+            "promiseParam": VALUE, "promiseTags": {}}
+
+
+def double_acquire(answers: dict) -> None:
+    winner, loser = ("acq1", "acq2") if answers["acq1"]["status"] == 200 else ("acq2", "acq1")
+    answers[loser] = copy.deepcopy(answers[winner])
+    answers[loser]["task"].update(pid=loser, ttl=2000 if loser == "acq1" else 3000)
+
+
+def lost_settle(answers: dict) -> None:
+    answers["settle2"] = copy.deepcopy(answers["settle1"])
+    answers["settle2"]["promise"].update(state="rejected", settledAt=T + 20)
+
+
+def stale_read(answers: dict) -> None:
+    answers["get"] = copy.deepcopy(answers["create"])
+
+
+def early_timer(answers: dict) -> None:
+    answers["get"]["promise"].update(state="rejected_timedout", settledAt=T + 1000)
+
+
+def occurrence_twice(answers: dict) -> None:
+    assert answers["tick2"]["fired"] == []
+    answers["tick2"]["fired"] = [{"kind": "schedule", "id": "s"}]
+
+
+def skipped_occurrence(answers: dict) -> None:
+    assert answers["get"]["status"] == 200
+    answers["get"] = {"status": 404}
+
+
+PLANTED = {
+    "double acquire of one task version": ([
+        (0, [("create", "promise.create", {"id": "x", "timeoutAt": T + MINUTE, "param": VALUE, "tags": TARGETED})]),
+        (10, [("acq1", "task.acquire", {"id": "x", "version": 0, "pid": "acq1", "ttl": 2000}),
+              ("acq2", "task.acquire", {"id": "x", "version": 0, "pid": "acq2", "ttl": 3000})]),
+    ], double_acquire, {"acq1", "acq2"}),
+    "lost settle": ([
+        (0, [("create", "promise.create", {"id": "x", "timeoutAt": T + MINUTE, "param": VALUE, "tags": {}})]),
+        (10, [("settle1", "promise.settle", {"id": "x", "state": "resolved", "value": VALUE})]),
+        (20, [("settle2", "promise.settle", {"id": "x", "state": "rejected", "value": VALUE})]),
+    ], lost_settle, {"settle2"}),
+    "stale read after a settle returned": ([
+        (0, [("create", "promise.create", {"id": "x", "timeoutAt": T + MINUTE, "param": VALUE, "tags": {}})]),
+        (10, [("settle", "promise.settle", {"id": "x", "state": "resolved", "value": VALUE})]),
+        (20, [("get", "promise.get", {"id": "x"})]),
+    ], stale_read, {"get"}),
+    "timer fired before its timeoutAt": ([
+        (0, [("create", "promise.create", {"id": "x", "timeoutAt": T + 1000, "param": VALUE, "tags": {}})]),
+        (500, [("get", "promise.get", {"id": "x"})]),
+    ], early_timer, {"get"}),
+    "schedule occurrence created twice": ([
+        (0, [("create", "schedule.create", SCHEDULE)]),
+        (MINUTE, [("tick1", "tick", {})]),
+        (MINUTE + 10, [("tick2", "tick", {})]),
+    ], occurrence_twice, {"tick2"}),
+    "skipped occurrence": ([
+        (0, [("create", "schedule.create", SCHEDULE)]),
+        (MINUTE, [("tick", "tick", {})]),
+        (MINUTE + 10, [("get", "promise.get", {"id": f"s.{T + MINUTE}"})]),
+    ], skipped_occurrence, {"get"}),
+}
+
+
+def justification(history: History, indices: list[int]) -> dict[int, int]:
+    result, search = _decide([history.events[i] for i in indices], indices, "schedules", CONFIG, "pinned", 1000,
+                             _Budget(30))
+    assert result.status == "not linearizable"
+    return search.justification()
+
+
+@pytest.mark.parametrize("name", list(PLANTED))
+def test_a_planted_violation_is_caught_with_a_minimal_counterexample(name: str) -> None:
+    phases, mutate, culprits = PLANTED[name]
+    for seed in range(3):
+        history, _ = scripted(seed, phases, mutate)
+        unchanged, _ = scripted(seed, phases, lambda answers: None)
+        assert check_history(unchanged).status == "linearizable", "the unmutated history is linearizable"
+        verdict = check_history(history, budget=30)
+        assert verdict.status == "not linearizable" and verdict.exit_code == 1
+        cx = verdict.counterexample
+        assert cx is not None and cx.minimal, describe(verdict)
+        assert len(cx.events) <= 6, describe(verdict)
+        # Calls on the noise clients' own ids are shrunk away (a noise read of the scenario's
+        # id may stay: it can witness the same violation).
+        assert not any(str(e.args.get("id", "")).startswith("n") for e in cx.events), describe(verdict)
+        assert any(e.client.startswith("a") for e in cx.events)
+        # Minimality, proved here call by call: without any one call the rest is
+        # linearizable, or (a call that only justifies another) some call's recorded answer
+        # can no longer be given at all, where it could in the counterexample.
+        levels = justification(history, cx.original)
+        for index in cx.original:
+            rest = [i for i in cx.original if i != index]
+            sub = History(history.header, [history.events[i] for i in rest])
+            if check_history(sub, shrink=False).status == "linearizable":
+                continue
+            without = justification(history, rest)
+            assert any(without[i] < levels[i] for i in rest), f"#{index} could be removed: {describe(verdict)}"
+        text = describe(verdict)
+        assert "NOT LINEARIZABLE" in text and "Cannot place" in text and "Model state just before it" in text
+
+
+def test_the_terminal_counterexample_names_the_race() -> None:
+    phases, mutate, _ = PLANTED["double acquire of one task version"]
+    history, _ = scripted(1, phases, mutate)
+    text = describe(check_history(history, budget=30))
+    assert "task.acquire" in text and "<- cannot be placed" in text
+    assert "DIFFERS from the recorded answer" in text and '"status":409' in text
+    assert "Overlapping calls" in text and "Longest prefix the model can place: #" in text
+
+
+# ---- generated (linearizable) corpus --------------------------------------------------------
+
+def corpus(count: int) -> list[History]:
+    out = []
+    for seed in range(count):
+        clock = "real" if seed % 3 == 2 else "pinned"
+        out.append(generate(seed=seed, clock=clock, clients=2 + seed % 5, ops=8 + seed % 25, keys=1 + seed % 4,
+                            unknown_rate=0.1 if seed % 4 == 3 else 0.0, with_ticks=seed % 5 == 1))
+    return out
+
+
+def test_a_hundred_generated_histories_are_all_linearizable() -> None:
+    verdicts = [check_history(h, budget=20, shrink=False) for h in corpus(100)]
+    assert [v.status for v in verdicts].count("linearizable") == 100
+
+
+@pytest.mark.long
+def test_a_thousand_generated_histories_are_all_linearizable() -> None:
+    statuses = [check_history(h, budget=20, shrink=False).status for h in corpus(1000)]
+    assert statuses.count("linearizable") == 1000, {s: statuses.count(s) for s in set(statuses)}
+
+
+def test_partitioned_and_whole_searches_agree() -> None:
+    for history in corpus(30):
+        whole = check_history(history, budget=20, partition=False, shrink=False)
+        parted = check_history(history, budget=20, shrink=False)
+        assert whole.status == parted.status == "linearizable"
+    phases, mutate, _ = PLANTED["stale read after a settle returned"]
+    bad, _ = scripted(4, phases, mutate)
+    assert check_history(bad, partition=False, shrink=False).status == "not linearizable"
+    assert check_history(bad, shrink=False).status == "not linearizable"
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+def test_the_command_exit_codes_follow_the_verdict(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.ndjson", generate(seed=3, clients=4, ops=40))
+    run = duespec("linearize", good, "--system", "schedules")
+    assert run.returncode == 0 and run.stdout.startswith("LINEARIZABLE"), run.stderr
+    phases, mutate, _ = PLANTED["lost settle"]
+    bad = write(tmp_path / "bad.ndjson", scripted(2, phases, mutate)[0])
+    run = duespec("linearize", bad, "--system", "schedules", "--json", str(tmp_path / "v.json"))
+    assert run.returncode == 1 and "NOT LINEARIZABLE" in run.stdout and "Cannot place" in run.stdout
+    document = json.loads((tmp_path / "v.json").read_text())
+    assert document["status"] == "not linearizable" and document["counterexample"]["minimal"] is True
+
+
+def test_a_budget_of_zero_is_unknown_with_exit_3_never_a_pass(tmp_path: Path) -> None:
+    path = write(tmp_path / "h.ndjson", generate(seed=1, clients=4, ops=60))
+    run = duespec("linearize", path, "--system", "schedules", "--budget", "0")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert run.stdout.startswith("UNKNOWN") and "not a pass" in run.stdout and "placed 0 of" in run.stdout
+
+
+def test_a_hot_key_history_out_of_budget_is_unknown_saying_how_far_it_got() -> None:
+    history = generate(seed=5, clients=16, ops=800, keys=1, max_call_ms=400)
+    verdict = check_history(history, budget=0.5)
+    assert verdict.status in ("unknown", "linearizable")
+    if verdict.status == "unknown":
+        assert verdict.exit_code == 3 and verdict.progress is not None and verdict.states > 0
+        assert "the deepest search of an undecided part placed" in describe(verdict)
+
+
+GOOD_LINE = Event("c0", "promise.get", {"id": "p"}, 1, 5, 1000, 1000, "ok", {"status": 404}, 1000).to_json()
+
+
+@pytest.mark.parametrize("lines, words", [
+    (["not json at all"], "MALFORMED"),
+    ([GOOD_LINE, {**GOOD_LINE, "call_ns": 0, "return_ns": 2}], "out of order"),
+    ([{**GOOD_LINE, "return_ns": 0}], "before its call"),
+    ([{**GOOD_LINE, "op": "promise.explode"}], "unknown op"),
+])
+def test_malformed_histories_are_refused_in_one_paragraph_with_exit_2(tmp_path: Path, lines, words) -> None:
+    path = tmp_path / "bad.ndjson"
+    header = HistoryHeader("schedules", "pinned", CONFIG).to_json()
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in [json.dumps(header), *lines]) + "\n")
+    run = duespec("linearize", str(path), "--system", "schedules")
+    assert run.returncode == 2 and words in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    path = write(tmp_path / "h.ndjson", generate(seed=1, ops=8))
+    for args, words in ((["--system", "duebook"], "give --system schedules"),
+                        (["--system", "schedules", "--budget", "-1"], "--budget"),
+                        (["--system", "schedules", "--profile", "nope"], "no profile 'nope'"),
+                        (["--system", "schedules", "--max-events", "0"], "--max-events")):
+        run = duespec("linearize", path, *args)
+        assert run.returncode == 2 and words in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
+    run = duespec("linearize", str(tmp_path / "missing.ndjson"), "--system", "schedules")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+
+
+def test_a_history_past_the_event_limit_is_refused_before_the_rest_is_read(tmp_path: Path) -> None:
+    """The limit stops reading at the first event past it: what follows (here a line no
+    reader would accept, standing for the other ten million) is never read."""
+    history = generate(seed=2, clients=4, ops=120)
+    path = tmp_path / "big.ndjson"
+    write(path, history)
+    with open(path, "a") as out:
+        out.write("this line is never read\n")
+    run = duespec("linearize", str(path), "--system", "schedules", "--max-events", "100")
+    assert run.returncode == 2 and "more than 100 events" in run.stderr and "Traceback" not in run.stderr
+    run = duespec("linearize", "--help")
+    assert "250,000" in run.stdout
+
+
+def test_resonate_valid_traces_and_captures_are_read(tmp_path: Path) -> None:
+    history = generate(seed=7, clients=3, ops=30, with_schedules=False)
+    capture = tmp_path / "traffic.history"
+    clients: dict[str, int] = {}
+    with open(capture, "w") as out:
+        for event in history.events:
+            line = resonate_valid_line(event, clients.setdefault(event.client, len(clients)))
+            if line is not None:
+                out.write(json.dumps(line) + "\n")
+    run = duespec("linearize", str(capture), "--system", "schedules")
+    assert run.returncode == 0 and "LINEARIZABLE" in run.stdout, run.stdout + run.stderr
+    # A sequential valid/ trace (no call/return): one answer changed is caught.
+    sequential = tmp_path / "valid.ndjson"
+    lines = [json.loads(text) for text in capture.read_text().splitlines()]
+    trace = [{k: v for k, v in line.items() if k not in ("call", "return", "client")}
+             for line in sorted(lines, key=lambda line: line["call"])]
+    sequential.write_text("".join(json.dumps(line) + "\n" for line in trace))
+    assert duespec("linearize", str(sequential), "--system", "schedules").returncode == 0
+    for line in trace:
+        if line["kind"] == "promise.get" and line["res"]["head"]["status"] == 200:
+            line["res"]["data"]["promise"]["state"] = "rejected_canceled"
+            break
+    else:
+        pytest.fail("no promise.get found to change")
+    sequential.write_text("".join(json.dumps(line) + "\n" for line in trace))
+    run = duespec("linearize", str(sequential), "--system", "schedules")
+    assert run.returncode == 1 and "NOT LINEARIZABLE" in run.stdout
+
+
+def test_a_resonate_trace_with_an_unknown_kind_is_refused_and_system_defaults_to_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "valid.ndjson"
+    path.write_text(json.dumps({"kind": "promise.explode", "now": 0, "req": {},
+                                "res": {"kind": "promise.explode", "head": {"status": 200}, "data": {}}}) + "\n")
+    run = duespec("linearize", str(path))
+    assert run.returncode == 2 and "promise.explode" in run.stderr and "Traceback" not in run.stderr
+    good = write(tmp_path / "h.ndjson", generate(seed=5, ops=12))
+    run = duespec("linearize", good)
+    assert run.returncode == 0 and run.stdout.startswith("LINEARIZABLE")
+
+
+# ---- the HTML report ------------------------------------------------------------------------
+
+def chromium() -> str | None:
+    return os.environ.get("DUESPEC_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_the_html_report_is_self_contained_and_shows_lanes_and_the_failing_call(tmp_path: Path) -> None:
+    phases, mutate, _ = PLANTED["double acquire of one task version"]
+    history, _ = scripted(0, phases, mutate)
+    path = write(tmp_path / "race.ndjson", history)
+    page = tmp_path / "report.html"
+    run = duespec("linearize", path, "--system", "schedules", "--html", str(page))
+    assert run.returncode == 1, run.stderr
+    text = page.read_text()
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
+    assert "<script" not in text and "<link" not in text
+    browser = chromium()
+    assert browser, "chromium is needed for this test (set DUESPEC_CHROMIUM)"
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    from html.parser import HTMLParser
+
+    class Facts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lanes: list[str] = []
+            self.failing: list[str] = []
+            self.bars: list[str] = []
+            self.status = ""
+            self.diff_rows = 0
+            self._in_diff = False
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            a = dict(attrs)
+            classes = (a.get("class") or "").split()
+            if tag == "g" and "lane" in classes:
+                self.lanes.append(a["data-client"])
+            if tag == "rect" and "call" in classes:
+                self.bars.append(a.get("class"))
+                if "failing" in classes:
+                    self.failing.append(a.get("class"))
+            if tag == "h1" and a.get("id") == "verdict":
+                self.status = a.get("data-status")
+            if tag == "table":
+                self._in_diff = a.get("id") == "state-diff"
+            if tag == "tr" and self._in_diff:
+                self.diff_rows += 1
+
+    facts = Facts()
+    facts.feed(dom)
+    cx = check_history(history).counterexample
+    assert facts.status == "not linearizable"
+    assert sorted(facts.lanes) == sorted({e.client for e in cx.events}) and len(facts.lanes) >= 2
+    assert len(facts.bars) == len(cx.events) and len(facts.failing) == 1
+    assert facts.diff_rows >= 2, "the state diff has a header and at least one changed path"
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                    "--window-size=1100,900", page.as_uri()], capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_render_html_for_a_linearizable_verdict_has_no_counterexample() -> None:
+    verdict = check_history(generate(seed=1, ops=10))
+    text = render_html(verdict)
+    assert 'data-status="linearizable"' in text and "swimlanes" not in text
