@@ -1,5 +1,8 @@
 """Is a concurrent history linearizable against the system's reference model?
 
+(About 700 lines in one module: the search, its partitions and the shrinking of a
+counterexample share the search's state and its budget.)
+
 A history (docs/histories.md) is linearizable when some order of its calls, each taking
 effect at one instant inside its [call, return] interval, makes the model answer every
 call as the server did. The search is Wing and Gong's, as Lowe improved it: take, one at
@@ -49,7 +52,8 @@ import orjson
 from duespec.histories.format import Event, History
 from duespec.systems import get_system
 from duespec.systems.concurrent import Concurrency, concurrency_of
-from duespec.targets.interface import comparable, responses_agree, same_json
+from duespec.judge import answers_agree
+from duespec.targets.interface import comparable, same_json
 
 Json = Any
 
@@ -69,11 +73,6 @@ _MAX_REACHED = 2000
 #: How often (in search nodes) the budget's deadline is read.
 _CLOCK_EVERY = 256
 _INF = float("inf")
-
-
-def recorded_answer_agrees(model_response: dict[str, Json], recorded: dict[str, Json]) -> bool:
-    """The one comparison of a model's answer with a recorded one (the judge's, when it lands)."""
-    return responses_agree(model_response, recorded)
 
 
 @dataclass
@@ -164,11 +163,6 @@ class Verdict:
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
 
-    def describe(self) -> str:
-        from duespec.histories.report import describe
-
-        return describe(self)
-
     def to_json(self) -> dict[str, Json]:
         return {"status": self.status, "exit_code": self.exit_code, "system": self.system,
                 "clock": self.clock, "config": self.config, "events": self.events,
@@ -240,7 +234,8 @@ class _Search:
             answer = fork.step(event.op, event.args, now)
         except Exception as error:  # a model limit (a catch-up too long): this order is refused
             return fork, {"error": f"{type(error).__name__}: {error}"}, False
-        agrees = event.outcome != "ok" or recorded_answer_agrees(answer, event.response)
+        # The judge's comparison, as every sequential check makes it.
+        agrees = event.outcome != "ok" or answers_agree(answer, event.response)
         return fork, answer, agrees
 
     def window(self, placed: int) -> list[int]:

@@ -13,7 +13,7 @@ import math
 import sys
 
 from duespec.histories.format import History, HistoryError
-from duespec.systems import NAMES
+from duespec.systems import system_argument
 
 #: Default seconds for the search (and, again, for shrinking a counterexample).
 DEFAULT_BUDGET = 60.0
@@ -47,7 +47,7 @@ def _non_negative(text: str) -> int:
 
 def load(path: str, system: str | None, max_events: int) -> History:
     """A duespec history or a Resonate valid/ trace or .history capture, checked for `system`."""
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
     from duespec.histories.format import MAX_EVENTS
     from duespec.histories.resonate_valid import read_any_history
 
@@ -66,7 +66,7 @@ def load(path: str, system: str | None, max_events: int) -> History:
 def judge(history: History, *, source: str, profile: str | None, budget: float, max_timer_lag: int,
           html_path: str | None = None, json_path: str | None = None, out=None) -> int:
     """Check, print the verdict, write the reports; the exit code. Shared with `duespec stress`."""
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
     from duespec.histories.linearize import check_history
     from duespec.histories.report import describe, render_html
     from duespec.outputs import write_text
@@ -86,7 +86,7 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
 
 
 def main(args: argparse.Namespace) -> int:
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
     from duespec.outputs import check_output
 
     for what, path in (("--html", args.html), ("--json", args.json)):
@@ -111,7 +111,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "malformed input; 3 unknown (the budget ran out: never a pass). See docs/linearize.md.",
         epilog="example: duespec linearize run.ndjson --system schedules --budget 30 --html report.html")
     parser.add_argument("history", help="the history file")
-    parser.add_argument("--system", choices=NAMES, default=None,
+    parser.add_argument("--system", type=system_argument, default=None,
                         help="the system the history is of (default: the one its header names; a Resonate "
                              "trace is schedules); a history of another system is refused")
     parser.add_argument("--profile", default=None, help="the spec reading (default: the history's config)")

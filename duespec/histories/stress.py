@@ -239,7 +239,7 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
 
 
 def main(args: argparse.Namespace) -> int:
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
     from duespec.histories.format import HistoryError
     from duespec.histories.linearize_command import judge
     from duespec.outputs import check_output
