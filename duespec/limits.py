@@ -171,17 +171,26 @@ def text_problem(data: bytes, max_depth: int = MAX_DEPTH) -> str | None:
     number = _LONG_NUMBER.search(outside)
     if number:
         return f"a number of more than {MAX_INT_DIGITS} digits (the limit on numbers)"
-    brackets = outside.translate(None, _BRACKETS)
-    too_deep = f"nested deeper than {max_depth} levels (the limit on JSON nesting)"
+    if nested_deeper(outside, max_depth, strings_removed=True):
+        return f"nested deeper than {max_depth} levels (the limit on JSON nesting)"
+    return None
+
+
+def nested_deeper(data: bytes, max_depth: int, *, strings_removed: bool = False) -> bool:
+    """Whether JSON text `data` nests arrays and objects deeper than `max_depth` (brackets
+    inside strings count for nothing), judged on the text before anything is parsed."""
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return False
+    brackets = (data if strings_removed else _STRING.sub(b'""', data)).translate(None, _BRACKETS)
     opened = re.compile(rb"[\[{]{%d}" % (max_depth + 1))
     for _ in range(max_depth + 1):
         if opened.search(brackets):
-            return too_deep  # that many consecutive openers: deeper than the limit at once
+            return True  # that many consecutive openers: deeper than the limit at once
         shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
         if not shorter or shorter == brackets:
-            return None  # all closed within the limit, or unbalanced (the parser says where)
+            return False  # all closed within the limit, or unbalanced (the parser says where)
         brackets = shorter
-    return too_deep
+    return True
 
 
 def check_int_text(digits: str) -> None:

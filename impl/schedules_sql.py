@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from duespec.impl.schedules_records import (
-    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, TIMESTAMP_PLACEHOLDER, Json, Promise, Schedule, Tags, Task, Value, execute_message,
+    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, TIMESTAMP_PLACEHOLDER, Json, Promise, Schedule, Tags, Task, Value, delay_ms, execute_message,
     is_external, is_timer, outbox_key, timed_out_state, unblock_message,
 )
 
@@ -268,6 +268,14 @@ class Store:
                 raise
             self.db.execute("COMMIT")
 
+    def clear(self) -> None:
+        """Delete every row of every table, config included (inside the caller's transaction,
+        so a reset is all or nothing and the store stays owned throughout)."""
+        tables = [row[0] for row in self.db.execute(
+            "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        for table in tables:
+            self.db.execute(f'DELETE FROM main."{table}"')
+
     # ---- config -----------------------------------------------------------------------
 
     def get_config(self, key: str) -> str | None:
@@ -341,7 +349,7 @@ class Store:
         if target is None:
             return
         delay = shape.tags.get(DELAY_TAG)
-        times = {"delay": None if delay is None else int(delay), "retry": shape.retry_timeout}
+        times = {"delay": None if delay is None else delay_ms(delay), "retry": shape.retry_timeout}
         db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) SELECT id, "
                    "CASE WHEN timeout_at > now THEN 'pending' ELSE 'fulfilled' END, 0, '[]', NULL, NULL "
                    "FROM temp.creating ORDER BY id")

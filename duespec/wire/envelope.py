@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from duespec.limits import nested_deeper
+
 Json = Any
 
 #: The protocol version the deployed server and resonate-sdk 0.8 speak.
@@ -91,6 +93,44 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+#: Deepest nesting of arrays and objects in a request body: a valid request nests about six
+#: levels (envelope, data, action, its data, param, headers); anything deeper is refused
+#: before a handler's recursive checks could exhaust the stack.
+MAX_REQUEST_DEPTH = 64
+#: Longest integer literal read as a number: Python refuses to convert more digits.
+MAX_INT_LITERAL = 4300
+
+
+class OversizedInt:
+    """An integer literal too long to convert: it reaches the validators as a value that is no
+    int (nor string), so the field it sits in is refused by name with a 400, never a 500."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<an integer of {self.digits:,} digits>"
+
+
+def _parse_int(text: str) -> int | OversizedInt:
+    return int(text) if len(text) <= MAX_INT_LITERAL else OversizedInt(text)
+
+
+def _no_duplicates(pairs: list[tuple[str, Json]]) -> dict[str, Json]:
+    """An object whose keys are all distinct: which of two values a server would take is
+    nowhere specified, so a request that says both is refused."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate key {twice[:80]!r} in an object")
+    return out
+
+
+
+
 def parse_request(body: bytes) -> Request:
     """The envelope of `body`, or WireError(400) naming what is wrong with it."""
     try:
@@ -98,8 +138,11 @@ def parse_request(body: bytes) -> Request:
     except UnicodeDecodeError as error:
         raise WireError(400, f"Invalid request envelope: body is not UTF-8 ({error.reason} at byte "
                              f"{error.start})") from None
+    if nested_deeper(body, MAX_REQUEST_DEPTH):
+        raise WireError(400, f"Invalid request envelope: nested deeper than {MAX_REQUEST_DEPTH} levels")
     try:
-        raw = json.loads(text, parse_constant=_reject_constant)
+        raw = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int,
+                         object_pairs_hook=_no_duplicates)
     except (ValueError, RecursionError) as error:
         raise WireError(400, f"Invalid request envelope: not JSON ({error})") from None
     kind = raw.get("kind") if isinstance(raw, dict) else None
@@ -129,6 +172,9 @@ def parse_request(body: bytes) -> Request:
         raise reject(f"Unsupported protocol version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
     if not isinstance(raw["data"], dict):
         raise reject("Invalid 'data' field: must be an object")
+    if DEBUG_TIME in head and head[DEBUG_TIME] is None:
+        raise reject(f"Invalid request envelope: head.{DEBUG_TIME} must be an integer (epoch ms) "
+                     "when present, got null")
     strict = head.get(STRICT, False)
     if not isinstance(strict, bool):
         raise reject(f"Invalid request envelope: head.{STRICT} must be a boolean")
