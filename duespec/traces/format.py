@@ -308,6 +308,12 @@ class TraceWriter:
         if not self._out.handle.closed:
             self._out.commit()
 
+    def close_as(self, candidates: Iterable[str | os.PathLike[str]]) -> Path:
+        """Close, giving the trace the first free name of `candidates` (never replacing a
+        file, and never visible under that name before it is whole)."""
+        self.path = self._out.commit_as(candidates)
+        return self.path
+
     def abandon(self) -> None:
         self._out.abandon()
 
