@@ -264,8 +264,13 @@ def check_tags(value: Json, name: str) -> Tags:
 
 
 def check_value(value: Json, name: str) -> Value:
-    if not isinstance(value, dict) or set(value) != {"headers", "data"}:
-        raise InvalidRequest(f"{name} must be an object with exactly 'headers' and 'data'")
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"{name} must be an object with exactly 'headers' and 'data', "
+                             f"not {type(value).__name__}")
+    if set(value) != {"headers", "data"}:
+        odd = sorted(map(str, set(value) ^ {"headers", "data"}))
+        raise InvalidRequest(f"{name} must be an object with exactly 'headers' and 'data' "
+                             f"({', '.join(map(repr, odd))} {'is' if len(odd) == 1 else 'are'} amiss)")
     data = value["data"]
     if data is not None and not isinstance(data, str):
         raise InvalidRequest(f"{name}.data must be a string or null, not {type(data).__name__}")

@@ -142,3 +142,106 @@ def test_schedules_answers_a_malformed_request_with_400(schedules: Target, shape
     assert response["status"] == 400, shape
     assert isinstance(response.get("message"), str) and response["message"], "400 names the rule it broke"
     assert schedules.observe() == before, f"{shape} changed the state"
+
+
+# ---- duespec serve: every malformed request, in memory and on a store file ------------------
+
+import fcntl  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+from wire_malformations import PROBE, SEED, body as wire_body, malformations  # noqa: E402
+
+from duespec.wire.serve import ServerThread, WireServer  # noqa: E402
+
+MALFORMED = malformations()
+
+
+def test_the_corpus_has_over_a_hundred_kinds_of_malformation_across_every_kind() -> None:
+    from duespec.wire.envelope import CONTROL_KINDS, OP_OF_KIND
+
+    assert len(MALFORMED) >= 100
+    touched = {label.split()[0] for label, _, _ in MALFORMED}
+    assert set(OP_OF_KIND) - {"schedule.search", "promise.search", "task.search"} <= touched
+    assert "debug.reset" in touched and set(CONTROL_KINDS) & touched
+
+
+class Wire:
+    """One keep-alive HTTP connection to a served store, and what it can see of the store."""
+
+    def __init__(self, url: str, db: str | None) -> None:
+        parts = urlsplit(url)
+        self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        self.db = db
+
+    def post(self, data: bytes) -> tuple[int, Any]:
+        self.connection.request("POST", "/", body=data, headers={"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        raw = response.read()
+        return response.status, json.loads(raw)
+
+    def snap(self) -> Any:
+        status, answer = self.post(wire_body("debug.snap", {}))
+        assert status == 200
+        return answer["data"]
+
+    def rows(self) -> dict[str, list[Any]] | None:
+        """Every row of every table of the store file, read by a connection of its own."""
+        if self.db is None:
+            return None
+        reader = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            tables = [r[0] for r in reader.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            return {t: sorted(map(repr, reader.execute(f'SELECT * FROM "{t}"'))) for t in tables}
+        finally:
+            reader.close()
+
+    def lock_held(self) -> str:
+        """The owner recorded in the store's lock file, after checking nobody else can take it."""
+        assert self.db is not None
+        with open(self.db + ".lock", "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                return handle.read()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            raise AssertionError("the store's lock was free while the server ran")
+
+
+@pytest.mark.parametrize("store", ["memory", "db"])
+def test_serve_refuses_every_malformed_request_without_a_500_or_a_change(store: str, tmp_path: Path) -> None:
+    """Each malformed request of tests/wire_malformations.py gets a 4xx (a 400 names the field
+    it is about), the served state, the store file's rows and its lock are as before, and the
+    next valid request is answered 200."""
+    db = str(tmp_path / "store.sqlite") if store == "db" else None
+    with ServerThread(WireServer(db or ":memory:", profile="lean")) as server:
+        wire = Wire(server.url, db)
+        for kind, data in SEED:
+            status, answer = wire.post(wire_body(kind, data))
+            assert status == 200, (kind, answer)
+        before, rows, owner = wire.snap(), wire.rows(), wire.lock_held() if db else None
+        assert before["promises"] and before["schedules"] and before["tasks"]
+        problems = []
+        for label, data, field in MALFORMED:
+            status, answer = wire.post(data)
+            message = answer.get("data") if isinstance(answer, dict) else None
+            if not 400 <= status < 500 or answer["head"]["status"] != status:
+                problems.append(f"{label}: {status} {str(message)[:200]}")
+            elif status == 400 and field is not None and field not in str(message):
+                problems.append(f"{label}: a 400 that does not name {field!r}: {str(message)[:200]}")
+            if wire.snap() != before:
+                problems.append(f"{label}: changed the served state")
+                break
+            if db and (wire.rows() != rows or wire.lock_held() != owner):
+                problems.append(f"{label}: changed the store file or its lock")
+                break
+            probe_status, _ = wire.post(wire_body(*PROBE))
+            if probe_status != 200:
+                problems.append(f"{label}: the next valid request got {probe_status}")
+                break
+        assert problems == [], f"{len(problems)} of {len(MALFORMED)}:\n" + "\n".join(problems[:60])
+        wire.connection.close()

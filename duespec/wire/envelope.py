@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from duespec.impl.schedules_records import MAX_TIME
 from duespec.limits import nested_deeper
 
 Json = Any
@@ -172,9 +173,11 @@ def parse_request(body: bytes) -> Request:
         raise reject(f"Unsupported protocol version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
     if not isinstance(raw["data"], dict):
         raise reject("Invalid 'data' field: must be an object")
-    if DEBUG_TIME in head and head[DEBUG_TIME] is None:
-        raise reject(f"Invalid request envelope: head.{DEBUG_TIME} must be an integer (epoch ms) "
-                     "when present, got null")
+    if DEBUG_TIME in head:
+        pinned = head[DEBUG_TIME]
+        if type(pinned) is not int or not 0 <= pinned <= MAX_TIME:
+            raise reject(f"Invalid request envelope: head.{DEBUG_TIME} must be an integer (epoch ms) in "
+                         f"[0, {MAX_TIME}] when present, got {_shown(pinned)}")
     strict = head.get(STRICT, False)
     if not isinstance(strict, bool):
         raise reject(f"Invalid request envelope: head.{STRICT} must be a boolean")
@@ -191,6 +194,9 @@ def request_to_op(request: Request, clock_now: int) -> tuple[str, dict[str, Json
         if "time" not in args:
             raise WireError(400, "Missing or invalid 'time' field", request.kind, request.corr_id)
         now = args.pop("time")
+        if type(now) is not int or not 0 <= now <= MAX_TIME:
+            raise WireError(400, f"data.time must be an integer (epoch ms) in [0, {MAX_TIME}], got {_shown(now)}",
+                            request.kind, request.corr_id)
         if request.debug_time is not None and not _same_number(request.debug_time, now):
             raise WireError(400, f"{DEBUG_TIME} must equal data.time", request.kind, request.corr_id)
     try:
@@ -236,6 +242,8 @@ def _opened(nested: Json, kind: str, where: str) -> Json:
     if not isinstance(nested, dict) or nested.get("kind") != kind or "data" not in nested:
         raise NestingError(f"{where} must be a {kind} request envelope {{kind, head, data}}, got "
                            f"{_described(nested)}")
+    if not isinstance(nested["data"], dict):
+        raise NestingError(f"{where}.data must be an object (the {kind} args), got {_described(nested['data'])}")
     return nested["data"]
 
 
@@ -244,7 +252,7 @@ def fence_action_from_wire(nested: Json, strict: bool) -> dict[str, Json]:
     as operations.md writes it: `{"kind": "create" | "settle", ...data}`."""
     kind = nested.get("kind") if isinstance(nested, dict) else None
     data = nested.get("data") if isinstance(nested, dict) else None
-    if kind not in FENCE_OPS or not isinstance(data, dict) or "kind" in data:
+    if not isinstance(kind, str) or kind not in FENCE_OPS or not isinstance(data, dict) or "kind" in data:
         raise NestingError("action must be a promise.create or promise.settle request envelope "
                            f"{{kind, head, data}} whose data is an object, got {_described(nested)}")
     return {"kind": FENCE_OPS[kind], **_with_defaults(kind, data, strict)}
@@ -256,6 +264,17 @@ def _described(value: Json) -> str:
         kind = value.get("kind")
         return f"an object of kind {kind!r:.60}" if isinstance(kind, str) else "an object without a string kind"
     return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _shown(value: Json) -> str:
+    """A value as JSON, cut short (a request may put anything anywhere)."""
+    if isinstance(value, OversizedInt):
+        return repr(value)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _same_number(a: Json, b: Json) -> bool:
