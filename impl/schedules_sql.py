@@ -9,6 +9,7 @@ brackets one handler, and any exception inside it rolls the whole handler back.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -222,7 +223,10 @@ class Store:
         self.path = path
         self.lock = threading.Lock()
         self._owner: IO[str] | None = None
+        #: Whether this open made FILE.lock: a store that then fails to open leaves none behind.
+        made_lock = False
         if path != ":memory:":
+            made_lock = not os.path.lexists(path + ".lock")
             self._owner = _own(path, wait)
         try:
             # Autocommit mode: transactions are opened and closed explicitly, never implicitly.
@@ -238,6 +242,9 @@ class Store:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
                             "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
         except sqlite3.Error as error:
+            if made_lock:  # still held, so no other process is using it
+                with contextlib.suppress(OSError):
+                    os.unlink(path + ".lock")
             self._release()
             raise StoreError(f"cannot open store {path!r}: {error}") from None
 
