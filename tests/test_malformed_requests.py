@@ -245,3 +245,39 @@ def test_serve_refuses_every_malformed_request_without_a_500_or_a_change(store: 
                 break
         assert problems == [], f"{len(problems)} of {len(MALFORMED)}:\n" + "\n".join(problems[:60])
         wire.connection.close()
+
+
+def test_a_refused_debug_reset_keeps_the_store_and_its_lock(tmp_path: Path) -> None:
+    """The issue's case, against `duespec serve --db FILE` as a process: a debug.reset the
+    server refuses once emptied the store, released its lock (a second server started on the
+    file) and answered 500 ever after. Now: 400, the data still served, the file still owned."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    from wire_support import Served
+
+    store = tmp_path / "store.sqlite"
+    with Served("--db", str(store)) as server:
+        def post(kind: str, data: Any) -> tuple[int, Any]:
+            request = urllib.request.Request(server.url, data=wire_body(kind, data), method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.status, json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        for kind, data in SEED:
+            assert post(kind, data)[0] == 200
+        before = post("debug.snap", {})[1]["data"]
+        for retry_timeout in (0, -1, 2**63 - MAX_TIME, 2**63, 1.5, None, "5000"):
+            status, answer = post("debug.reset", {"retry_timeout": retry_timeout})
+            assert status == 400 and "retry_timeout" in answer["data"], retry_timeout
+            assert post("debug.snap", {})[1]["data"] == before
+            assert post(*PROBE)[0] == 200
+        second = subprocess.run([sys.executable, "-m", "duespec", "serve", "schedules", "--port", "0",
+                                 "--db", str(store)], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2 and "in use by another process" in second.stderr
+        assert server.alive() and post(*PROBE)[0] == 200
+        assert post("debug.reset", {"retry_timeout": 7000})[0] == 200   # a valid reset still empties
+        assert post("debug.snap", {})[1]["data"]["promises"] == []
