@@ -119,7 +119,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
         if path is None:
             continue
         check_output(path, inputs=inputs, what=what)
-        remove_dead_partials(Path(path).parent)  # what a killed earlier writer left there
+        if what == "--trace-dir":  # what a killed earlier campaign left there
+            remove_dead_partials(Path(path).parent, of=".jsonl")
         # Two reports into one file: the second would silently replace the first.
         same = named.setdefault(os.path.realpath(path), what)
         if same != what:

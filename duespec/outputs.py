@@ -168,9 +168,10 @@ def remove_stale_partials(path: Path) -> list[Path]:
     return removed
 
 
-def remove_dead_partials(directory: str | os.PathLike[str]) -> list[Path]:
-    """Delete every `*.<pid>.partial` in `directory` whose writing process is gone: what a
-    killed writer left. Called by each command that writes into a directory before it does."""
+def remove_dead_partials(directory: str | os.PathLike[str], *, of: str = "") -> list[Path]:
+    """Delete every `NAME.<pid>.partial` in `directory` (NAME ending in `of`) whose writing
+    process is gone: what a killed writer left. Called by each command that writes into a
+    folder of its own (the failure traces') before it does."""
     removed = []
     try:
         entries = list(Path(directory).iterdir())
@@ -178,7 +179,7 @@ def remove_dead_partials(directory: str | os.PathLike[str]) -> list[Path]:
         return removed
     for entry in entries:
         stem, dot, suffix = entry.name[:-len(PARTIAL_SUFFIX)].rpartition(".")
-        if not (entry.name.endswith(PARTIAL_SUFFIX) and dot and stem and suffix.isdigit()):
+        if not (entry.name.endswith(PARTIAL_SUFFIX) and dot and stem.endswith(of) and stem and suffix.isdigit()):
             continue
         if _alive(int(suffix)) or not entry.is_file() or entry.is_symlink():
             continue

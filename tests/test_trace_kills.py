@@ -92,3 +92,20 @@ def test_an_empty_claim_left_by_an_old_writer_is_not_a_trace_replay_refuses(
     (tmp_path / "claimed.jsonl").write_bytes(b"")
     assert main(["replay", str(tmp_path), "--target", "model"]) == 2
     assert "empty" in capsys.readouterr().err
+
+
+def test_a_campaign_sweeps_its_trace_folder_before_it_runs(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Even a campaign that holds (and so writes no trace) removes what killed writers left in
+    its --trace-dir, and nothing else there."""
+    dead = 2**22 + 4321  # above the default pid_max: no such process
+    stale = tmp_path / f"duebook-x.jsonl.{dead}.partial"
+    stale.write_text('{"duespec_trace": 1')
+    alive = tmp_path / f"duebook-y.jsonl.{os.getppid()}.partial"
+    alive.write_text("a live writer's")
+    other = tmp_path / f"notes.txt.{dead}.partial"
+    other.write_text("not a trace")
+    assert main(["conform", "duebook", "--target", "impl", "--examples", "1", "--steps", "1", "--progress", "0",
+                 "--trace-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert not stale.exists() and alive.exists() and other.exists()

@@ -379,7 +379,7 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
     stem = f"{result.system}-{result.profile}-seed{result.seed}-{slug}-{identity[:12]}-{stamp}"
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    remove_dead_partials(folder)
+    remove_dead_partials(folder, of=".jsonl")
     names = (folder / (f"{stem}.jsonl" if count == 1 else f"{stem}-{count}.jsonl")
              for count in range(1, 10_000))
     extra: dict[str, Any] = {
