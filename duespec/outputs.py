@@ -110,9 +110,9 @@ class AtomicFile:
             os.fsync(self.handle.fileno())
             self.handle.close()
             for candidate in candidates:
-                final = check_output(candidate)
-                try:
-                    os.link(self.partial, final)
+                final = Path(candidate)
+                try:  # a link never replaces anything: a name taken in any form (a file, a
+                    os.link(self.partial, final)  # symlink, a folder) is simply passed over
                 except FileExistsError:
                     continue
                 self.path = final

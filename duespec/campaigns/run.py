@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import itertools
 import os
 import re
 import sys
@@ -400,7 +401,11 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
     # Written whole under `NAME.<pid>.partial`, then linked to the first free name: the final
     # name never exists before the trace is complete, and a killed writer leaves only a
     # partial, which the next write into the folder removes (docs/traces.md).
-    with TraceWriter(folder / f"{stem}.jsonl", header) as writer:
+    first = next((name for name in names if not os.path.lexists(name)), None)
+    if first is None:
+        raise OSError(f"no free trace name for {stem} in {folder}")
+    names = itertools.chain((first,), names)  # a writer racing us may take it: then the next
+    with TraceWriter(first, header) as writer:
         for step in steps:
             writer.write(step)
         try:
