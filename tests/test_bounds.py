@@ -149,7 +149,7 @@ def test_retry_timeout(targets: dict[str, Any], retry_timeout: int) -> None:
 @pytest.mark.parametrize("retry_timeout", [0, -1, MAX_DURATION + 1, 2**64, 1.5, True, "5000"])
 def test_a_retry_timeout_out_of_bounds_is_refused_alike(retry_timeout: Any) -> None:
     from duespec.impl.schedules import ScheduleServer
-    from duespec.systems.schedules import config_of
+    from duespec.systems.schedules.adapter import config_of
 
     with pytest.raises(ValueError, match="retry_timeout"):
         config_of({"retry_timeout": retry_timeout})

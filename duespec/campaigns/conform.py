@@ -21,10 +21,6 @@ from duespec.campaigns.declared import DeclaredError, load
 from duespec.campaigns.long_run import run_long
 from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
-    DIVERGENCE,
-    ERROR,
-    LEAK,
-    NOT_REPRODUCIBLE,
     CampaignResult,
     Finding,
     add_budget_arguments,
@@ -34,11 +30,12 @@ from duespec.campaigns.run import (
     write_failure_trace,
 )
 from duespec.campaigns.scope import ScopeError, scope_of
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, UsageError
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
+from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.systems import NAMES, System, get_system
-from duespec.targets.interface import TargetError, TargetFactory
+from duespec.targets.interface import TargetError, TargetFactory, close_target
 from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, resolve
 
 #: Longest counterexample printed step by step; the trace file always has all of it.
@@ -48,8 +45,8 @@ DEFAULT_MAX_CLASSES = 10
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
-    verdict = "HOLDS" if result.ok else {DIVERGENCE: "DIVERGES", ERROR: "FAILED"}.get(
-        result.failure_kind or "", "TARGET FAILED")
+    outcome = result.failure_kind.outcome if result.failure_kind else ""
+    verdict = "HOLDS" if result.ok else {"divergence": "DIVERGES", "error": "FAILED"}.get(outcome, "TARGET FAILED")
     rate = result.steps / result.seconds if result.seconds else 0.0
     line = (f"{verdict}: {result.system} [{result.profile}] target={target} seed={result.seed} "
             f"runs={result.examples} steps={result.steps} ({result.seconds:.1f}s, {rate:,.0f} steps/s)")
@@ -57,7 +54,7 @@ def verdict_line(result: CampaignResult, target: str) -> str:
         declared = sum(1 for finding in result.findings if finding.declared)
         line += (f": {len(result.findings)} divergence class{'es' if len(result.findings) > 1 else ''}, "
                  f"{declared} declared")
-    return line
+    return f"{line}; {result.runs_ended_early()}"
 
 
 def depth_line(result: CampaignResult) -> str:
@@ -141,10 +138,10 @@ def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
 def finding_details(args: argparse.Namespace, result: CampaignResult, number: int, finding: Finding,
                     trace: Path | None, trace_problem: str | None) -> str:
     """Everything a person (or a CI log) needs about one divergence class."""
-    status = ("DECLARED: " + "; ".join(entry.reason for entry in finding.declared)
+    status = ("DECLARED: " + "; ".join(dict.fromkeys(entry.reason for entry in finding.declared))
               if finding.declared else "not declared")
     lines = [f"class {number} of {len(result.findings)}: {finding.label} ({status})", finding.summary]
-    if finding.kind == ERROR:
+    if finding.kind == FindingKind.HARNESS_ERROR:
         lines.append("(this failure was raised inside duespec, by the oracle or the harness, not "
                      "by a comparison with the target; Hypothesis's report follows)")
         lines.append(finding.failure)
@@ -158,11 +155,11 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
     elif trace_problem:
         lines.append(f"trace not written: {trace_problem}")
     # A failure that needs the runs before it: replaying its trace on a fresh target passes.
-    history = finding.divergence_class is not None and finding.divergence_class.kind == NOT_REPRODUCIBLE
+    history = finding.divergence_class is not None and finding.divergence_class.kind == FindingKind.NOT_REPRODUCIBLE
     if history:
         lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
                      "so the conform command below reproduces it and replaying the trace does not)")
-    elif finding.kind == LEAK:
+    elif finding.kind == FindingKind.STATE_SURVIVES_RESET:
         shown, said = fresh_replay(args, trace) if trace is not None else (False, "no trace was written")
         history = not shown
         if shown:
@@ -173,7 +170,7 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
                 said = "both runs of the trace pass, so the leak needs more runs before it than the trace's two"
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
-    elif trace is not None and finding.kind != ERROR:
+    elif trace is not None and finding.kind != FindingKind.HARNESS_ERROR:
         # The replay command is printed only if it fails: a target that answered these steps
         # alike twice in the campaign, and right on a fresh start (one that kept its first
         # config, say), kept something from before the campaign's reset.
@@ -191,8 +188,9 @@ def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str
     rows = [("#", "class", "requirements", "steps", "status", "trace")]
     for number, (finding, trace) in enumerate(zip(result.findings, traces), 1):
         found = finding.divergence_class
+        sets = result.masks.requirement_sets_of(found) if found and result.masks else [found.requirements] if found else []
         rows.append((str(number), found.label().rsplit(" [", 1)[0] if found else finding.kind,
-                     ", ".join(found.requirements) if found and found.requirements else "-",
+                     " | ".join(", ".join(ids) or "-" for ids in sets) or "-",
                      str(len(finding.counterexample)),
                      "declared" if finding.declared else "NOT DECLARED", str(trace or "-")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -233,9 +231,7 @@ def preflight(system: System, factory: TargetFactory, profile: str) -> None:
         target = factory()
         target.reset(system.config(profile))
         target.observe()
-        close = getattr(target, "close", None)
-        if close is not None:
-            close()
+        close_target(target)
     except TargetError as error:
         raise UsageError(f"target unusable: {error}") from None
     except Exception as error:  # a Python target's constructor or reset may raise anything

@@ -18,17 +18,19 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from duespec.targets.interface import Json, Target, TargetFactory, comparable, same_json
+from duespec.campaigns.minimise import replay_failure
+from duespec.judge import Difference
+from duespec.targets.interface import Json, Target, TargetFactory, close_quietly, comparable, same_json
 
 
 @dataclass(frozen=True)
 class Probe:
     #: The first step whose answer (or state after it) differed between the two passes.
     leak: str | None
-    #: The second pass still differs from the model somewhere.
-    reproduces: bool
+    #: The judge's first difference when the steps are taken once more beside the model,
+    #: after the two passes; None when the target agrees with the model throughout.
+    reproduced: Difference | None
     #: Index of the step where the two passes first differ.
     leak_step: int | None = None
     #: What the target answered there in each pass, and the model: kept in the trace header.
@@ -40,17 +42,17 @@ def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json]
     target = factory()
     first = transcript(target, config, steps)
     if first and "raised" in first[-1]:  # a program that failed is restarted by its factory
-        _close(target)
+        close_quietly(target)
         target = factory()
     second = transcript(target, config, steps)
-    _close(target)
-    model = oracle()
-    expected = transcript(model, config, steps)
-    _close(model)
-    reproduces = not same_json(second, expected)
+    # The third pass on the same target, beside the model: replay_failure closes both.
+    judged = replay_failure(oracle, lambda: target, config,
+                            [(step["op"], step["args"], step["now"]) for step in steps], None, True)
+    reproduced = judged[1] if judged is not None else None
     for index, (one, two) in enumerate(zip(first, second)):
         if not same_json(one, two):
             step = steps[index]
+            expected = step.get("result")
             where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
                      f"at now={step['now']}")
             return Probe(
@@ -59,15 +61,20 @@ def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json]
                 f"depend on chance)\n  {where}\n"
                 f"    first run:              {_dump(one)}\n"
                 f"    after one more reset:   {_dump(two)}\n"
-                f"    the model:              {_dump(expected[index] if index < len(expected) else None)}",
-                reproduces, index,
+                f"    the model:              {_dump(_model_entry(expected))}",
+                reproduced, index,
                 {"step": step["i"], "first_run": one, "after_one_more_reset": two,
-                 "model": expected[index] if index < len(expected) else None})
+                 "model": _model_entry(expected)})
     if len(first) != len(second):
         return Probe(f"the same {len(steps)} steps, run twice with a reset before each, ran "
                      f"{len(first)} and {len(second)} steps: the target's state survives reset",
-                     reproduces, min(len(first), len(second)))
-    return Probe(None, reproduces)
+                     reproduced, min(len(first), len(second)))
+    return Probe(None, reproduced)
+
+
+def _model_entry(result: Json) -> Json:
+    """The model's answer to a step, as a transcript entry shows an answer."""
+    return {"response": comparable(result)} if isinstance(result, dict) else None
 
 
 def leak_trace(steps: list[dict[str, Json]], config: dict[str, Json]) -> list[dict[str, Json]]:
@@ -103,15 +110,6 @@ def state_digest(state: Json) -> str:
     except (TypeError, ValueError):
         text = repr(state)
     return f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
-
-
-def _close(target: Any) -> None:
-    close = getattr(target, "close", None)
-    if close is not None:
-        try:
-            close()
-        except Exception:  # closing a target that already failed says nothing new
-            pass
 
 
 def _dump(value: Json) -> str:

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import importlib
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from duespec.campaigns.lockstep import LockstepMachine
+from duespec.systems.machine import ProtocolMachine
 from duespec.targets.interface import TargetFactory
 
 NAMES = ("duebook", "schedules")
+
+#: A long run's next call: (rng, the model's state as of the last comparison, now) ->
+#: (op, args, now).
+Workload = Callable[[random.Random, dict[str, Any], int], tuple[str, dict[str, Any], int]]
+
+
+@dataclass(frozen=True)
+class LongRun:
+    """A system's `conform --long-run N` (duespec.campaigns.long_run): a seeded random
+    workload of mostly successful calls, run far past where a Hypothesis run goes."""
+
+    call: Workload
+    #: The profile's config -> the long run's.
+    config: Callable[[dict[str, Any]], dict[str, Any]]
+    #: The clock's first instant.
+    start_now: int
 
 
 @dataclass(frozen=True)
@@ -22,7 +39,7 @@ class System:
     model: TargetFactory
     impl: TargetFactory
     #: Rules of the lockstep machine (the campaign binds oracle and target).
-    machine: type[LockstepMachine]
+    machine: type[ProtocolMachine]
     #: Requirement catalogue in duespec.spec, for the coverage report.
     catalogue: str
     #: Each op with its argument names, as docs/operations.md lists them.
@@ -53,6 +70,13 @@ class System:
     #: puts the whole requirement out of the profile's reach, a tag ("ENV-01.lease") one
     #: branch; a required tag out of a profile's reach is not required in that profile.
     out_of_reach: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The workload of `conform --long-run`, None if the system has none.
+    long_run: LongRun | None = None
+    #: Whether a target may be an HTTP server (`http://HOST:PORT`, duespec.wire.http_target):
+    #: only a system whose ops are Resonate's have that wire.
+    http_targets: bool = False
+    #: The module in duespec.spec whose PROOFS `duespec prove` runs, None if none.
+    proofs: str | None = None
 
     def reasons_in(self, profile: str) -> dict[str, str]:
         """Requirement ID -> why a campaign in `profile` does not reach it."""

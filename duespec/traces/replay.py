@@ -39,18 +39,39 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from duespec.targets import resolve as targets
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
-from duespec.campaigns.lockstep import describe_divergence, state_diff
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.campaigns.run import positive_int
 from duespec.limits import LimitExceeded
 from duespec.systems import ImpliedState, System, get_system
-from duespec.targets.interface import (PROSE_KEYS, Json, Target, TargetError, TargetFactory, comparable,
-                                       responses_agree, same_json)
+from duespec.coverage import isolated
+from duespec.jsondiff import state_diff
+from duespec.judge import (
+    Difference,
+    answers_agree,
+    describe_divergence,
+    raised_verdict,
+    requirements_of,
+    response_verdict,
+    state_verdict,
+    trusts,
+)
+from duespec.targets.interface import (
+    Json,
+    Target,
+    TargetError,
+    TargetFactory,
+    close_target,
+    comparable,
+    exchange_of,
+    fast_checks,
+    same_json,
+)
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.traces.format import RESET_KEY, TraceError, TraceHeader, is_reset, read_trace
 
@@ -58,6 +79,8 @@ from duespec.traces.format import RESET_KEY, TraceError, TraceHeader, is_reset, 
 #: of the expected state, so that comparing states costs O(1) per step on average.
 CHECKPOINT_STEPS = 8
 STEPS_PER_STATE_ITEM = 4
+#: What a failure of the model's own step is called (it is no finding about the target).
+MODEL_RAISED = "the model raised"
 
 
 @dataclass
@@ -79,6 +102,9 @@ class ReplayResult:
     recorded_states: int = 0
     #: None when the trace is confirmed; otherwise what went wrong, for people.
     divergence: str | None = None
+    #: The judge's difference at the diverging step (its class and requirement IDs), when
+    #: the target diverged (not for a trace that drifted from the spec).
+    difference: Difference | None = None
     #: The diverging step, as recorded.
     step: dict[str, Json] | None = None
     #: The target the trace's header says it was recorded against (a failure trace's).
@@ -120,17 +146,13 @@ class ReplayResult:
 
 
 class _Diverged(Exception):
-    def __init__(self, step: dict[str, Json], text: str):
+    def __init__(self, step: dict[str, Json], text: str, difference: Difference | None = None):
         super().__init__(text)
-        self.step, self.text = step, text
+        self.step, self.text, self.difference = step, text, difference
 
 
-class _StateDiffers(Exception):
+class _StateDiffers(_Diverged):
     """A checkpoint found the states different; which step made them differ is not known yet."""
-
-    def __init__(self, step: dict[str, Json], text: str):
-        super().__init__(text)
-        self.step, self.text = step, text
 
 
 def resolve_target(system: System, spec: str, timeout: float = DEFAULT_TIMEOUT) -> TargetFactory:
@@ -169,9 +191,8 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
         subject = _Bounded(subject, timeout)
     result = ReplayResult(str(path), header.system, header.profile, target, 0, 0.0,
                           recorded_target=header.extra.get("target"))
-    # Only duespec's own impl is trusted to compare its answers itself (recorded_step_checker).
-    trusted = target == "impl" and factory is None
-    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout, trusted)
+    run = _Replay(str(path), header, system, subject, model_is_subject, result, state_every, timeout,
+                  trusts(subject))
     started = time.perf_counter()
     try:
         try:
@@ -181,7 +202,7 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
             run.locate(differs)
     except _Diverged as diverged:
         result.steps = max(diverged.step["i"] + (RESET_KEY not in diverged.step), 0)
-        result.step, result.divergence = diverged.step, diverged.text
+        result.step, result.divergence, result.difference = diverged.step, diverged.text, diverged.difference
     except LimitExceeded as error:  # a step the model refuses to start, by a documented limit
         raise TraceError(str(path), None, f"step {result.steps_seen}: {error}") from None
     finally:
@@ -225,12 +246,10 @@ class _Bounded:
 
 def _close(subject: Target) -> str | None:
     """Why the target's close() failed, or None; close() is optional for a Python target."""
-    close = getattr(subject, "close", None)
-    if callable(close):
-        try:
-            close()
-        except TargetError as error:
-            return f"the target's close() failed: {error}"
+    try:
+        close_target(subject)
+    except TargetError as error:
+        return f"the target's close() failed: {error}"
     return None
 
 
@@ -251,7 +270,7 @@ class _Replay:
         self.next_check = 0
         #: On a second pass that locates a state divergence: compare after every step from here.
         self.check_from: int | None = None
-        #: Whether the target is duespec's own impl, trusted to compare its answers itself.
+        #: Whether the judge trusts the target's own fast checks (duespec.judge.trusts).
         self.trusted = trusted
         #: Its recorded_step_checker, made for each pass once the target is reset.
         self.check: Callable[[dict[str, Json]], Json] | None = None
@@ -388,8 +407,8 @@ class _Replay:
                 raise failure from None
 
     def _recorded_step_checker(self) -> Callable[[dict[str, Json]], Json] | None:
-        make = getattr(self.subject, "recorded_step_checker", None) if self.trusted else None
-        return make(self.implied) if make is not None else None
+        fast = fast_checks(self.subject) if self.trusted else None
+        return fast.step_checker(self.implied) if fast is not None else None
 
     def _check_at(self, stop_after: int | None) -> int:
         """The next step after which something more than the step itself is due: a
@@ -419,15 +438,15 @@ class _Replay:
             self.oracle = self.model_through(step["i"] - 1, then_resets=True)
         expected = recorded
         if self.oracle is not None:
-            answer = self._attempt(lambda: self.oracle.step(op, args, now), step, "the model raised")  # type: ignore[union-attr]
-            if recorded is not None and not responses_agree(recorded, answer):
+            answer = self._attempt(lambda: self.oracle.step(op, args, now), step, MODEL_RAISED)  # type: ignore[union-attr]
+            if recorded is not None and not answers_agree(recorded, answer):
                 raise self.drift(step, answer)
             expected = answer
         actual = self._attempt(lambda: self.subject.step(op, args, now), step, "the target raised")
         if expected is None:  # the model itself, and no recorded result: nothing to compare
             self.implied = None
             return
-        if not _responses_agree(expected, actual):
+        if not answers_agree(expected, actual):
             raise self.response_divergence(step, expected, actual)
         self.counts.responses_compared += 1
         self.counts.recorded_results += recorded is not None
@@ -437,7 +456,7 @@ class _Replay:
     def agree(self, step: dict[str, Json], recorded: dict[str, Json], actual: Json) -> None:
         """The target's answer against the recorded result: a divergence unless they agree,
         else the implied state moves on."""
-        if not _responses_agree(recorded, actual):
+        if not answers_agree(recorded, actual):
             raise self.response_divergence(step, recorded, actual)
         if self.implied is not None:
             self.implied.apply(step["op"], step["args"], recorded)
@@ -453,14 +472,16 @@ class _Replay:
         want = self.expected_state()
         if want is None:
             return
-        state_is = getattr(self.subject, "state_is", None) if self.trusted else None
+        fast = fast_checks(self.subject) if self.trusted else None
+        state_is = fast.state_is if fast is not None else None
         if state_is is not None and self._attempt(lambda: state_is(want), step, "the target's observe() raised"):
             self._agreed(step, want)  # told without building the target's state
             return
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
-        if not same_json(want, have):
-            raise _StateDiffers(step, describe_divergence(step, "state", want, have,
-                                                          exchange=getattr(self.subject, "last_exchange", None)))
+        verdict = state_verdict(step, want, have, exchange=exchange_of(self.subject))
+        if isinstance(verdict, Difference):
+            # Which step made the states differ is located later; its requirements then.
+            raise _StateDiffers(step, verdict.describe(with_requirements=False), verdict)
         self._agreed(step, want)
 
     def check_recorded_state(self, step: dict[str, Json]) -> None:
@@ -470,9 +491,10 @@ class _Replay:
             raise _Diverged(step, f"the {source} differs from the state recorded in the trace:\n"
                                   + _indent(describe_divergence(step, "state", recorded, want)))
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
-        if not same_json(recorded, have):
-            raise _Diverged(step, describe_divergence(step, "state", recorded, have,
-                                                      exchange=getattr(self.subject, "last_exchange", None)))
+        verdict = state_verdict(step, recorded, have, lambda: self.requirements_at(step),
+                                exchange=exchange_of(self.subject))
+        if isinstance(verdict, Difference):
+            raise _Diverged(step, verdict.describe(), verdict)
         self.counts.recorded_states += 1
         self._agreed(step, recorded)
 
@@ -501,19 +523,33 @@ class _Replay:
             again.reset()
             again.take_all(steps, stop_after=differs.step["i"])
         except _StateDiffers as first:
-            raise _Diverged(first.step, first.text) from None
+            located = first.difference
+            if located is not None:  # now that the step is known, the requirements it reached
+                located = state_verdict(first.step, located.expected, located.actual,
+                                        lambda: self.requirements_at(first.step),
+                                        exchange=located.exchange)  # type: ignore[assignment]
+            raise _Diverged(first.step, located.describe() if located else first.text, located) from None
         finally:
             again.close()
             steps.close()  # type: ignore[attr-defined]
         raise _Diverged(differs.step, differs.text + "\n  (a second replay did not reproduce it: "
-                                                     "the target is not deterministic)")
+                                                     "the target is not deterministic)", differs.difference)
 
     # --- diagnosis with the model ---
 
-    def model_through(self, last: int, *, then_resets: bool = False) -> Target:
+    def requirements_at(self, step: dict[str, Json]) -> tuple[str, ...]:
+        """The requirement IDs the model reaches in `step`, as a campaign names a difference's
+        (the model taken through the trace up to it, its coverage tags kept apart)."""
+        with isolated() as tags:
+            model = self.model_through(step["i"], tags=tags)
+            model.close()
+            return requirements_of(tags)
+
+    def model_through(self, last: int, *, then_resets: bool = False, tags: Counter[str] | None = None) -> Target:
         """A fresh model that has taken every line up to step `last`, and with `then_resets`
         the reset lines after it too (the model about to take step last + 1); a recorded
-        result it no longer gives is reported as drift from the spec."""
+        result it no longer gives is reported as drift from the spec. `tags`, when given, is
+        left holding the coverage tags of step `last` alone."""
         model = self.new_model()
         model.reset(dict(self.header.config))
         if last < 0 and not (then_resets and self.resets):
@@ -526,10 +562,12 @@ class _Replay:
                     continue
                 if step["i"] > last:
                     break
+                if tags is not None:
+                    tags.clear()
                 answer = self._attempt(lambda: model.step(step["op"], step["args"], step["now"]),
-                                       step, "the model raised")
+                                       step, MODEL_RAISED)
                 recorded = step.get("result")
-                if recorded is not None and not responses_agree(recorded, answer):
+                if recorded is not None and not answers_agree(recorded, answer):
                     raise self.drift(step, answer)
                 if step["i"] >= last and not then_resets:
                     break
@@ -549,10 +587,12 @@ class _Replay:
                                                        comparable(answer))))
 
     def response_divergence(self, step: dict[str, Json], expected: Json, actual: Json) -> _Diverged:
-        text = describe_divergence(step, "response", comparable(expected), comparable(actual),
-                                   exchange=getattr(self.subject, "last_exchange", None))
-        if self.model_is_subject:
-            return _Diverged(step, text)
+        verdict = response_verdict(step, expected, actual, lambda: self.requirements_at(step),
+                                   exchange=exchange_of(self.subject))
+        assert isinstance(verdict, Difference)
+        text = verdict.describe()
+        if self.model_is_subject or verdict.raised is not None:
+            return _Diverged(step, text, verdict)
         model = self.oracle or self.model_through(step["i"])
         try:
             lines = state_diff(model.observe(), self._attempt(self.subject.observe, step, "observe raised"))
@@ -560,7 +600,7 @@ class _Replay:
             if model is not self.oracle:
                 model.close()
         return _Diverged(step, text + "\n  state after the step (model vs target):\n" + "\n".join(
-            f"    {line}" for line in lines or ["(no difference)"]))
+            f"    {line}" for line in lines or ["(no difference)"]), verdict)
 
     def _attempt(self, action: Callable[[], Json], step: dict[str, Json] | None, what: str) -> Json:
         try:
@@ -578,29 +618,25 @@ class _Replay:
             if error.unusable:
                 return UsageError(f"target unusable: {error}")
             where = (f"step {step['i']}: {step['op']}" if step else "before the first step")
-            return _Diverged(step or {"i": -1}, f"{where}\n  {error}")
+            return _Diverged(step or {"i": -1}, f"{where}\n  {error}", _raised(step, error, what))
         where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)[:300]} "
                  f"at now={step['now']}") if step else "before the first step"
-        return _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}")
+        return _Diverged(step or {"i": -1}, f"{where}\n  {what}: {type(error).__name__}: {error}",
+                         _raised(step, error, what))
 
 
 def _named(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _responses_agree(expected: Json, actual: Json) -> bool:
-    """responses_agree, with a shortcut for the usual case: equal and of the same types
-    (same_json, in C for JSON-shaped values), they agree with no copy made."""
-    if same_json(expected, actual):
-        return True
-    error = expected.get("error") if type(expected) is dict and len(expected) == 1 else None
-    if (type(error) is str and type(actual) is dict and type(actual.get("error")) is str
-            and actual["error"] == error and actual.keys() <= _ERROR_KEYS):
-        return True  # the same error, with a message for people beside it
-    return responses_agree(expected, actual)
-
-
-_ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
+def _raised(step: dict[str, Json] | None, error: BaseException, what: str) -> Difference | None:
+    """The judge's class of what the target raised at `step` (None: its reset); None when
+    it was the model that raised (the replay's own failure, no finding about the target)."""
+    if what == MODEL_RAISED:
+        return None
+    verdict = raised_verdict(step, step["op"] if step else "reset", error)
+    assert isinstance(verdict, Difference)
+    return verdict
 
 
 def _indent(text: str) -> str:

@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from duespec.cli import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.exits import EXIT_HOLDS, EXIT_USAGE, seconds
 from duespec.systems import NAMES
 from duespec.targets.interface import TargetError
-from duespec.targets.resolve import deadline
+from duespec.targets.deadline import deadline
 from duespec.targets.stdio import DEFAULT_TIMEOUT
 from duespec.traces.format import TraceError
 from duespec.traces.itf.export import export_itf
