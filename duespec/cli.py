@@ -92,7 +92,7 @@ def _catch_sigint() -> Any:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """What argparse cannot check, checked before any work: output paths and timeouts."""
-    from duespec.outputs import check_output
+    from duespec.outputs import check_output, remove_dead_partials
 
     timeout = getattr(args, "timeout", None)
     if isinstance(timeout, float) and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
@@ -112,6 +112,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
         if path is None:
             continue
         check_output(path, inputs=inputs, what=what)
+        if what == "--trace-dir":  # what a killed earlier campaign left there
+            remove_dead_partials(Path(path).parent, of=".jsonl")
         # Two reports into one file: the second would silently replace the first.
         same = named.setdefault(os.path.realpath(path), what)
         if same != what:

@@ -103,9 +103,12 @@ def read_document(handle: IO[bytes]) -> bytes:
     return data
 
 
-def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
+def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH, *,
+               unique_keys: bool = False) -> Any:
     """Strict JSON (no NaN or Infinity) within the number and depth limits, or InputError.
 
+    With `unique_keys`, an object that says a key twice is refused (the careful path only:
+    used for headers, documents and replies, not for every step line of a trace).
     The limits are checked on the text, before the parser builds anything. Text that
     cannot reach them (no more brackets than the depth limit, no run of 19 digits, so no
     integer orjson would turn into a float) goes to orjson first, several times faster than
@@ -113,7 +116,7 @@ def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH)
     takes the strict path below, which accepts exactly what it always did and names the
     problem in its own words."""
     shape = data.translate(ORJSON_SHAPE)
-    if shape.count(b"[") <= max_depth and shape.find(ORJSON_UNSAFE) < 0:
+    if not unique_keys and shape.count(b"[") <= max_depth and shape.find(ORJSON_UNSAFE) < 0:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -127,7 +130,8 @@ def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH)
     if problem:
         raise InputError(problem, line)
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant,
+                          object_pairs_hook=unique_object if unique_keys else None)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}" if line is None else f"column {error.colno}"
         raise InputError(f"not JSON: {error.msg} at {where}", line) from None
@@ -139,6 +143,19 @@ def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH)
 
 class _Refused(ValueError):
     pass
+
+
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook for text whose objects must not say a key twice: which of two
+    values counts is nowhere specified, so such text is refused rather than read either way."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refused(f"the key {key[:80]!r} appears twice in one object")
+            seen.add(key)
+    return out
 
 
 def _no_constant(name: str) -> Any:
@@ -171,17 +188,26 @@ def text_problem(data: bytes, max_depth: int = MAX_DEPTH) -> str | None:
     number = _LONG_NUMBER.search(outside)
     if number:
         return f"a number of more than {MAX_INT_DIGITS} digits (the limit on numbers)"
-    brackets = outside.translate(None, _BRACKETS)
-    too_deep = f"nested deeper than {max_depth} levels (the limit on JSON nesting)"
+    if nested_deeper(outside, max_depth, strings_removed=True):
+        return f"nested deeper than {max_depth} levels (the limit on JSON nesting)"
+    return None
+
+
+def nested_deeper(data: bytes, max_depth: int, *, strings_removed: bool = False) -> bool:
+    """Whether JSON text `data` nests arrays and objects deeper than `max_depth` (brackets
+    inside strings count for nothing), judged on the text before anything is parsed."""
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return False
+    brackets = (data if strings_removed else _STRING.sub(b'""', data)).translate(None, _BRACKETS)
     opened = re.compile(rb"[\[{]{%d}" % (max_depth + 1))
     for _ in range(max_depth + 1):
         if opened.search(brackets):
-            return too_deep  # that many consecutive openers: deeper than the limit at once
+            return True  # that many consecutive openers: deeper than the limit at once
         shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
         if not shorter or shorter == brackets:
-            return None  # all closed within the limit, or unbalanced (the parser says where)
+            return False  # all closed within the limit, or unbalanced (the parser says where)
         brackets = shorter
-    return too_deep
+    return True
 
 
 def check_int_text(digits: str) -> None:

@@ -2,9 +2,10 @@
 
 A campaign can run for an hour; finding only afterwards that `--junit` names a directory
 wastes it, so every output path is checked first (`check_output`). Writing goes to a
-sibling `NAME.<pid>.partial`, is fsynced and then renamed over NAME, so a reader (the
-corpus, a CI step) never sees half a file, and a crash leaves at most a `.partial` whose
-writer is gone; the next write to NAME removes those. Nothing is ever written over an
+sibling `NAME.<pid>.partial`, is fsynced and then renamed over NAME (or, for a name that
+must not replace anything, hard-linked to it: `commit_as`), so a reader (the corpus, a CI
+step) never sees an empty or half file, and a crash leaves at most a `.partial` whose
+writer is gone; the next write to NAME, or into its directory, removes those. Nothing is ever written over an
 input of the same command, a symlink, a device or anything else that is not a regular file.
 """
 
@@ -98,6 +99,31 @@ class AtomicFile:
         _fsync_directory(self.path.parent)
         return self.path
 
+    def commit_as(self, candidates: Iterable[str | os.PathLike[str]]) -> Path:
+        """Flush to disk, then give the file the first of `candidates` not yet taken, never
+        replacing one: a hard link (which fails if the name exists) made only once the file
+        is whole, so no reader ever sees the name empty or half written, and two writers
+        racing for a name each get one of their own. Raises FileExistsError when all are
+        taken (the partial is then removed)."""
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            for candidate in candidates:
+                final = Path(candidate)
+                try:  # a link never replaces anything: a name taken in any form (a file, a
+                    os.link(self.partial, final)  # symlink, a folder) is simply passed over
+                except FileExistsError:
+                    continue
+                self.path = final
+                break
+            else:
+                raise FileExistsError(f"every name offered for {self.path.name} is taken")
+        finally:
+            self.abandon()  # the partial: linked under its final name, or not wanted
+        _fsync_directory(self.path.parent)
+        return self.path
+
     def abandon(self) -> None:
         if not self.handle.closed:
             self.handle.close()
@@ -137,6 +163,29 @@ def remove_stale_partials(path: Path) -> list[Path]:
         try:
             sibling.unlink()
             removed.append(sibling)
+        except OSError:
+            pass
+    return removed
+
+
+def remove_dead_partials(directory: str | os.PathLike[str], *, of: str = "") -> list[Path]:
+    """Delete every `NAME.<pid>.partial` in `directory` (NAME ending in `of`) whose writing
+    process is gone: what a killed writer left. Called by each command that writes into a
+    folder of its own (the failure traces') before it does."""
+    removed = []
+    try:
+        entries = list(Path(directory).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        stem, dot, suffix = entry.name[:-len(PARTIAL_SUFFIX)].rpartition(".")
+        if not (entry.name.endswith(PARTIAL_SUFFIX) and dot and stem.endswith(of) and stem and suffix.isdigit()):
+            continue
+        if _alive(int(suffix)) or not entry.is_file() or entry.is_symlink():
+            continue
+        try:
+            entry.unlink()
+            removed.append(entry)
         except OSError:
             pass
     return removed

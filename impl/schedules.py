@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator, Literal
 
 from duespec.impl.cron import compile_cron
 from duespec.impl.schedules_records import (
-    EMPTY_VALUE, ID_PLACEHOLDER, LINEAGE_TAGS, MAX_TIME, SCHEDULE_TAG, TARGET_TAG, InvalidRequest, Json, Promise,
+    EMPTY_VALUE, ID_PLACEHOLDER, LINEAGE_TAGS, MAX_DURATION, MAX_TIME, SCHEDULE_TAG, TARGET_TAG, InvalidRequest, Json, Promise,
     PromiseCreate, Schedule, ScheduleCreate, SearchRequest, Task, check_args, check_time,
     check_unicode, execute_message, expand, next_run, parse_id, parse_promise_create,
     parse_promise_settle, parse_register_callback, parse_register_listener, parse_schedule_create,
@@ -40,6 +40,16 @@ CATCH_UP_CHUNK = 16384
 #: Most occurrences one catch-up fires (two years of minutely ticks); more would hold the
 #: store's write lock for minutes and is refused with CatchUpTooLong, changing nothing.
 MAX_CATCH_UP_OCCURRENCES = 1_000_000
+
+
+def check_config(profile: object, retry_timeout: object) -> None:
+    """A server's config (None: the default or the stored one), or ValueError naming the field."""
+    if profile is not None and profile not in PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    if retry_timeout is not None and (type(retry_timeout) is not int
+                                      or not 1 <= retry_timeout <= MAX_DURATION):
+        raise ValueError(f"retry_timeout must be an integer in [1, {MAX_DURATION}] (0 would re-arm "
+                         f"a retry due at once, forever), got {retry_timeout!r}")
 
 
 class CatchUpTooLong(RuntimeError):
@@ -71,12 +81,7 @@ class ScheduleServer(PromiseAndTaskHandlers):
 
         A store file is owned by one process at a time: another process's server raises
         StoreInUse (schedules_sql), at once or after waiting up to `wait` seconds."""
-        if profile is not None and profile not in PROFILES:
-            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-        if retry_timeout is not None and (type(retry_timeout) is not int
-                                          or not 1 <= retry_timeout <= MAX_TIME):
-            raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm "
-                             f"a retry due at once, forever), got {retry_timeout!r}")
+        check_config(profile, retry_timeout)
         self.store = Store(path, wait=wait)
         try:
             with self.store.transaction():
@@ -97,6 +102,16 @@ class ScheduleServer(PromiseAndTaskHandlers):
 
     def close(self) -> None:
         self.store.close()
+
+    def reset(self, profile: Profile, retry_timeout: int) -> None:
+        """Empty the store and give it this config, in one transaction, without letting go of
+        it: the config is checked first, so a refused reset changes nothing."""
+        check_config(profile, retry_timeout)
+        with self.store.transaction():
+            self.store.clear()
+            self.store.set_config("profile", profile)
+            self.store.set_config("retry_timeout", str(retry_timeout))
+        self.profile, self.retry_timeout = profile, retry_timeout
 
     # ---- the JSON face of docs/operations.md -------------------------------------------
 

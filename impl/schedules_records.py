@@ -21,6 +21,11 @@ TaskState = Literal["pending", "acquired", "suspended", "halted", "fulfilled"]
 MAX_TIME = 253_402_300_799_999
 #: Where a schedule with no occurrence left waits: beyond every valid `now`.
 NEVER = MAX_TIME + 1
+#: The last instant a request may store (timeoutAt, `resonate:delay`): the int64 maximum,
+#: what SQLite's INTEGER holds and what real clients send as "never".
+MAX_INSTANT = 2**63 - 1
+#: The longest duration (promiseTimeout, ttl, retry timeout): now + duration <= MAX_INSTANT.
+MAX_DURATION = MAX_INSTANT - MAX_TIME
 
 TIMER_TAG = "resonate:timer"
 TARGET_TAG = "resonate:target"
@@ -201,12 +206,24 @@ def check_unicode(value: Json, where: str = "args") -> None:
             check_unicode(item, where)
 
 
-def check_time(value: Json, name: str) -> int:
+def check_time(value: Json, name: str, upper: int = MAX_TIME) -> int:
+    """An integer in [0, upper]: MAX_TIME for a `now`, MAX_INSTANT for a stored instant,
+    MAX_DURATION for a duration added to `now`."""
     if type(value) is not int:
         raise InvalidRequest(f"{name} must be an integer, not {type(value).__name__}")
-    if not 0 <= value <= MAX_TIME:
-        raise InvalidRequest(f"{name} must lie in [0, {MAX_TIME}], got {value}")
+    if not 0 <= value <= upper:
+        raise InvalidRequest(f"{name} must lie in [0, {upper}], got {value}")
     return value
+
+
+def check_duration(value: Json, name: str) -> int:
+    return check_time(value, name, MAX_DURATION)
+
+
+def delay_ms(delay: str) -> int:
+    """A checked `resonate:delay` as its number (leading zeros dropped first: Python counts
+    them against its 4,300-digit conversion limit)."""
+    return int(delay.lstrip("0") or "0")
 
 
 def check_args(args: Json, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Json]:
@@ -239,14 +256,21 @@ def check_tags(value: Json, name: str) -> Tags:
     if delay is not None:
         if not delay or any(char not in "0123456789" for char in delay):
             raise InvalidRequest(f"{name}[{DELAY_TAG!r}] must be decimal digits, got {delay!r}")
-        if int(delay) > MAX_TIME:
-            raise InvalidRequest(f"{name}[{DELAY_TAG!r}] must be <= {MAX_TIME}, got {delay}")
+        significant = delay.lstrip("0")
+        if len(significant) > len(str(MAX_INSTANT)) or delay_ms(delay) > MAX_INSTANT:
+            raise InvalidRequest(f"{name}[{DELAY_TAG!r}] must be <= {MAX_INSTANT}, got "
+                                 f"{delay[:40]}{'...' if len(delay) > 40 else ''} ({len(delay)} digits)")
     return dict(value)
 
 
 def check_value(value: Json, name: str) -> Value:
-    if not isinstance(value, dict) or set(value) != {"headers", "data"}:
-        raise InvalidRequest(f"{name} must be an object with exactly 'headers' and 'data'")
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"{name} must be an object with exactly 'headers' and 'data', "
+                             f"not {type(value).__name__}")
+    if set(value) != {"headers", "data"}:
+        odd = sorted(map(str, set(value) ^ {"headers", "data"}))
+        raise InvalidRequest(f"{name} must be an object with exactly 'headers' and 'data' "
+                             f"({', '.join(map(repr, odd))} {'is' if len(odd) == 1 else 'are'} amiss)")
     data = value["data"]
     if data is not None and not isinstance(data, str):
         raise InvalidRequest(f"{name}.data must be a string or null, not {type(data).__name__}")
@@ -276,7 +300,7 @@ def parse_schedule_create(args: Json, now: int) -> ScheduleCreate:
                              "so every occurrence gets a promise of its own")
     return ScheduleCreate(
         id=schedule_id, cron=expr, promise_id=template,
-        promise_timeout=check_time(args["promiseTimeout"], "promiseTimeout"),
+        promise_timeout=check_duration(args["promiseTimeout"], "promiseTimeout"),
         promise_param=check_value(args["promiseParam"], "promiseParam"),
         promise_tags=check_tags(args["promiseTags"], "promiseTags"),
         compiled=compiled,
@@ -286,7 +310,7 @@ def parse_schedule_create(args: Json, now: int) -> ScheduleCreate:
 def parse_promise_create(args: Json) -> PromiseCreate:
     args = check_args(args, ("id", "timeoutAt", "param", "tags"))
     return PromiseCreate(
-        id=check_id(args["id"]), timeout_at=check_time(args["timeoutAt"], "timeoutAt"),
+        id=check_id(args["id"]), timeout_at=check_time(args["timeoutAt"], "timeoutAt", MAX_INSTANT),
         param=check_value(args["param"], "param"), tags=check_tags(args["tags"], "tags"),
     )
 
@@ -404,14 +428,14 @@ def parse_register_listener(args: Json) -> tuple[str, str]:
 
 def parse_task_create(args: Json) -> TaskCreate:
     args = check_args(args, ("pid", "ttl", "action"))
-    return TaskCreate(check_id(args["pid"], "pid"), check_time(args["ttl"], "ttl"),
+    return TaskCreate(check_id(args["pid"], "pid"), check_duration(args["ttl"], "ttl"),
                       parse_promise_create(args["action"]))
 
 
 def parse_task_acquire(args: Json) -> TaskAcquire:
     args = check_args(args, ("id", "version", "pid", "ttl"))
     return TaskAcquire(check_id(args["id"]), check_version(args["version"]), check_id(args["pid"], "pid"),
-                       check_time(args["ttl"], "ttl"))
+                       check_duration(args["ttl"], "ttl"))
 
 
 def parse_task_fence(args: Json) -> TaskFence:

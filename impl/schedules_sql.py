@@ -9,6 +9,7 @@ brackets one handler, and any exception inside it rolls the whole handler back.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from duespec.impl.schedules_records import (
-    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, TIMESTAMP_PLACEHOLDER, Json, Promise, Schedule, Tags, Task, Value, execute_message,
+    DELAY_TAG, EMPTY_VALUE, TARGET_TAG, TIMESTAMP_PLACEHOLDER, Json, Promise, Schedule, Tags, Task, Value, delay_ms, execute_message,
     is_external, is_timer, outbox_key, timed_out_state, unblock_message,
 )
 
@@ -222,7 +223,10 @@ class Store:
         self.path = path
         self.lock = threading.Lock()
         self._owner: IO[str] | None = None
+        #: Whether this open made FILE.lock: a store that then fails to open leaves none behind.
+        made_lock = False
         if path != ":memory:":
+            made_lock = not os.path.lexists(path + ".lock")
             self._owner = _own(path, wait)
         try:
             # Autocommit mode: transactions are opened and closed explicitly, never implicitly.
@@ -238,6 +242,9 @@ class Store:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
                             "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
         except sqlite3.Error as error:
+            if made_lock:  # still held, so no other process is using it
+                with contextlib.suppress(OSError):
+                    os.unlink(path + ".lock")
             self._release()
             raise StoreError(f"cannot open store {path!r}: {error}") from None
 
@@ -267,6 +274,14 @@ class Store:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
+
+    def clear(self) -> None:
+        """Delete every row of every table, config included (inside the caller's transaction,
+        so a reset is all or nothing and the store stays owned throughout)."""
+        tables = [row[0] for row in self.db.execute(
+            "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        for table in tables:
+            self.db.execute(f'DELETE FROM main."{table}"')
 
     # ---- config -----------------------------------------------------------------------
 
@@ -341,7 +356,7 @@ class Store:
         if target is None:
             return
         delay = shape.tags.get(DELAY_TAG)
-        times = {"delay": None if delay is None else int(delay), "retry": shape.retry_timeout}
+        times = {"delay": None if delay is None else delay_ms(delay), "retry": shape.retry_timeout}
         db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) SELECT id, "
                    "CASE WHEN timeout_at > now THEN 'pending' ELSE 'fulfilled' END, 0, '[]', NULL, NULL "
                    "FROM temp.creating ORDER BY id")

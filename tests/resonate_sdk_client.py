@@ -65,6 +65,26 @@ async def task_story(sender: Sender, now: int) -> dict:
     return seen
 
 
+async def far_values(promises: Promises, sender: Sender) -> dict:
+    """The values the SDKs send for "never": 2^53-1 (the TypeScript SDK's cap on a detached
+    promise's timeoutAt), 2^63-1 (the Python SDK's in-process server's default), and the
+    lease this SDK asks for when its ttl is not positive (1 << 50 ms)."""
+    seen: dict = {}
+    for name, timeout_at in (("2^53-1", 2**53 - 1), ("2^63-1", 2**63 - 1)):
+        try:
+            record = await promises.create(f"never-{name}", timeout_at, Value(data="x"), {})
+            seen[name] = [200, record.state, record.timeout_at, (await promises.get(f"never-{name}")).timeout_at]
+        except ServerError as error:
+            seen[name] = [error.code, str(error)]
+    try:
+        created = await sender.task_create("w9", 1 << 50, PromiseCreateReq(id="never-task", timeout_at=2**63 - 1,
+                                                                             tags=TARGET))
+        seen["task"] = [200, created.task.state, created.task.ttl, created.promise.timeout_at]
+    except ServerError as error:
+        seen["task"] = [error.code, str(error)]
+    return seen
+
+
 async def main(url: str) -> dict:
     connection = HttpConnection(url)
     await connection.start()
@@ -111,6 +131,7 @@ async def main(url: str) -> dict:
             seen["beyond"] = error.code
 
         seen["tasks"] = await task_story(sender, now)
+        seen["far"] = await far_values(promises, sender)
 
         await schedules.delete("nightly")
         try:

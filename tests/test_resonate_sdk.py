@@ -57,9 +57,11 @@ def sdk_python() -> Path:
     return python
 
 
-def test_the_resonate_sdk_drives_duespec_serve() -> None:
+@pytest.mark.parametrize("store", ["memory", "db"])
+def test_the_resonate_sdk_drives_duespec_serve(store: str, tmp_path: Path) -> None:
     python = sdk_python()
-    with Served("--profile", "deployed") as server:
+    db = ("--db", str(tmp_path / "store.sqlite")) if store == "db" else ()
+    with Served("--profile", "deployed", *db) as server:
         run = subprocess.run([str(python), str(CLIENT), server.url], capture_output=True, text=True,
                              timeout=120)
         assert run.returncode == 0, run.stderr[-3000:]
@@ -91,6 +93,10 @@ def test_the_resonate_sdk_drives_duespec_serve() -> None:
         "fulfilled": ["resolved", "ZG9uZQ=="],
         "release_after_fulfil": 409,
     }
+    # what real clients send for "never" (spec/schedules.md "Bounds"): all accepted, kept exactly
+    assert seen["far"] == {"2^53-1": [200, "pending", 2**53 - 1, 2**53 - 1],
+                           "2^63-1": [200, "pending", 2**63 - 1, 2**63 - 1],
+                           "task": [200, "acquired", 1 << 50, 2**63 - 1]}
 
 
 def test_without_python_312_the_test_fails_saying_why(tmp_path, monkeypatch) -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from duespec.impl import schedules as impl
 from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import (
-    ID_PLACEHOLDER, MAX_TIME, NEVER, TIMESTAMP_PLACEHOLDER, Promise, Task, Value, expand,
+    ID_PLACEHOLDER, MAX_DURATION, MAX_INSTANT, MAX_TIME, NEVER, TIMESTAMP_PLACEHOLDER, Promise, Task, Value, expand,
 )
 from duespec.model import schedules as model
 from duespec.targets.interface import comparable
@@ -510,7 +510,9 @@ INVALID: list[tuple[str, dict[str, Any] | Any, str]] = [
     ("schedule.create", {"promiseId": "fixed"}, "{{.timestamp}}"),
     ("schedule.create", {"promiseTimeout": -1}, "promiseTimeout"),
     ("schedule.create", {"promiseTimeout": True}, "promiseTimeout"),
-    ("schedule.create", {"promiseTimeout": MAX_TIME + 1}, "promiseTimeout"),
+    ("schedule.create", {"promiseTimeout": MAX_DURATION + 1}, "promiseTimeout"),
+    ("schedule.create", {"promiseTags": {"resonate:delay": "9" * 5000}}, "resonate:delay"),
+    ("schedule.create", {"promiseTags": {"resonate:delay": str(MAX_INSTANT + 1)}}, "resonate:delay"),
     ("schedule.create", {"promiseParam": {"headers": {}}}, "promiseParam"),
     ("schedule.create", {"promiseParam": {"headers": {"a": 1}, "data": None}}, "headers"),
     ("schedule.create", {"promiseTags": {"k": 1}}, "promiseTags"),

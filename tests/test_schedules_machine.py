@@ -59,6 +59,7 @@ def test_the_system_is_registered() -> None:
 @pytest.mark.parametrize("config", [
     {"profile": "cron"}, {"profile": "lean", "retry_timeout": -1}, {"profile": "lean", "retry_timeout": 0},
     {"profile": "lean", "retry_timeout": 1.5}, {"profile": "lean", "max_open": 3},
+    {"profile": "lean", "retry_timeout": 2**63 - 253402300799999},
 ])
 def test_a_bad_config_is_refused_by_both_targets(config: dict[str, object]) -> None:
     with pytest.raises(ValueError):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from duespec.model import schedules as model
 from duespec.model.schedules import catch_up as catch_up_module
-from duespec.model.schedules.clock import MAX_TIME, NEVER
+from duespec.model.schedules.clock import MAX_DURATION, MAX_TIME, NEVER
 from duespec.model.schedules.expand import expand
 
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z, a whole minute
@@ -206,7 +206,7 @@ def test_promise_create_branches() -> None:
     {"id": "a.b"}, {"id": ""}, {"id": "x{y"}, {"id": 3},
     {"cron": "60 * * * *"}, {"cron": "0 0 30 2 *"}, {"cron": 5},
     {"promiseId": "{{.id}}"}, {"promiseTimeout": -1}, {"promiseTimeout": True},
-    {"promiseTimeout": MAX_TIME + 1}, {"promiseParam": {"data": None}},
+    {"promiseTimeout": MAX_DURATION + 1}, {"promiseParam": {"data": None}},
     {"promiseTags": {"resonate:delay": "-1"}}, {"promiseTags": {"k": 1}},
 ])
 def test_invalid_schedule_create_is_400_even_for_an_existing_id(overrides: dict[str, Any]) -> None:

@@ -223,6 +223,11 @@ def main(args: argparse.Namespace) -> int:
     from duespec.outputs import write_text
 
     names = [name for name in SECTIONS if not args.only or any(part in name for part in args.only)]
+    if args.only and not names or "" in args.only:
+        from duespec.cli import UsageError
+
+        raise UsageError(f"--only {' '.join(map(repr, args.only))} matches no bench section; sections: "
+                         f"{', '.join(name.rsplit('.', 1)[-1] for name in SECTIONS)}")
     text = sys.stderr if args.json == "-" else sys.stdout  # keep stdout for the JSON then
     started = time.perf_counter()
     broken: list[str] = []

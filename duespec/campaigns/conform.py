@@ -79,6 +79,17 @@ def counterexample_lines(steps: list[dict]) -> list[str]:
     return lines
 
 
+def progress_seconds(text: str) -> float:
+    """argparse type for --progress: a finite number of seconds >= 0 (0: never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0 (0: never), got {text}")
+    return value
+
+
 def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Path | None) -> list[str]:
     command = ["duespec", "conform", args.system, "--target", args.target, "--profile", result.profile,
                "--seed", str(result.seed), "--examples", str(args.examples), "--steps", str(args.steps)]
@@ -367,5 +378,5 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                              "another op are not drawn")
     parser.add_argument("--skip-ops", action="append", metavar="OP,...",
                         help="leave these ops out (comma-separated or repeated)")
-    parser.add_argument("--progress", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--progress", type=progress_seconds, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import itertools
 import os
 import re
 import sys
@@ -370,7 +371,8 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
     The name never collides and no file is ever overwritten: system, profile, seed, a
     readable slug of the target, a hash of its full identity (the target as given and the
     working directory it was given in), the UTC time and, when all that is taken, a count."""
-    from duespec.traces.format import TraceHeader, write_trace
+    from duespec.outputs import remove_dead_partials
+    from duespec.traces.format import TraceHeader, TraceWriter
 
     if finding is None:
         finding = next((f for f in result.findings if not f.declared), None)
@@ -382,15 +384,9 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
     stem = f"{result.system}-{result.profile}-seed{result.seed}-{slug}-{identity[:12]}-{stamp}"
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    for count in range(1, 10_000):
-        path = folder / (f"{stem}.jsonl" if count == 1 else f"{stem}-{count}.jsonl")
-        try:
-            path.open("x").close()  # claims the name; a concurrent run takes the next one
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise OSError(f"no free trace name for {stem} in {folder}")
+    remove_dead_partials(folder, of=".jsonl")
+    names = (folder / (f"{stem}.jsonl" if count == 1 else f"{stem}-{count}.jsonl")
+             for count in range(1, 10_000))
     extra: dict[str, Any] = {
         "target": target, "target_identity": identity,
         "failure_kind": kind.outcome if (kind := finding.kind if finding else result.failure_kind) else None,
@@ -404,10 +400,19 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         steps = leak_trace(steps, config)
         if finding.evidence is not None:
             extra["leak_evidence"] = finding.evidence
-    try:
-        header = TraceHeader(system=result.system, profile=result.profile, config=config,
-                             seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
-        return write_trace(path, header, steps)
-    except BaseException:
-        path.unlink(missing_ok=True)  # the claimed name, still empty: a trace is whole or absent
-        raise
+    header = TraceHeader(system=result.system, profile=result.profile, config=config,
+                         seed=result.seed, producer=f"{producer} {__version__}", extra=extra)
+    # Written whole under `NAME.<pid>.partial`, then linked to the first free name: the final
+    # name never exists before the trace is complete, and a killed writer leaves only a
+    # partial, which the next write into the folder removes (docs/traces.md).
+    first = next((name for name in names if not os.path.lexists(name)), None)
+    if first is None:
+        raise OSError(f"no free trace name for {stem} in {folder}")
+    names = itertools.chain((first,), names)  # a writer racing us may take it: then the next
+    with TraceWriter(first, header) as writer:
+        for step in steps:
+            writer.write(step)
+        try:
+            return writer.close_as(names)
+        except FileExistsError:
+            raise OSError(f"no free trace name for {stem} in {folder}") from None

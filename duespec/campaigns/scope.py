@@ -64,7 +64,11 @@ def scope_of(system: System, ops: Iterable[str] | None, skip_ops: Iterable[str] 
 
 
 def _names(values: Iterable[str] | None) -> list[str]:
-    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
+    names = [name.strip() for value in values or () for name in value.split(",")]
+    if "" in names:  # `--ops ,` named nothing, and must not narrow to (or widen to) everything
+        raise ScopeError(f"--ops/--skip-ops {','.join(values or ())!r} holds an empty op name; "
+                         "name ops separated by single commas")
+    return names
 
 
 @lru_cache(maxsize=None)

@@ -72,6 +72,12 @@ def replay_all(corpus: Path) -> list[Line]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from duespec.cli import UsageError
+
+    # The corpus is read last, after minutes of proofs and campaigns: a folder that is not
+    # there is bad usage, said before any of that work.
+    if not Path(args.traces).is_dir():
+        raise UsageError(f"--traces {args.traces!r}: no such folder (the trace corpus to replay)")
     parts: list[tuple[str, Callable[[], list[Line]]]] = [
         ("proofs", lambda: prove_all(args.verbose)),
         ("campaigns", lambda: campaign_all(args.seed, args.examples, args.steps)),

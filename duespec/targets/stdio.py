@@ -21,7 +21,7 @@ import weakref
 from collections import deque
 from typing import IO, NoReturn
 
-from duespec.limits import MAX_LINE_BYTES
+from duespec.limits import MAX_LINE_BYTES, InputError, parse_json
 from duespec.targets.interface import Json, TargetError
 
 PROTOCOL_VERSION = 1
@@ -100,9 +100,10 @@ class StdioProcess:
             self._fail(f"stopped reading its stdin (request: {excerpt(line.rstrip())})")
         raw = self._read_line(timeout or self.timeout, line)
         try:
-            reply = json.loads(raw)
-        except ValueError as error:
-            self._fail(f"answered {kind} with a line that is not JSON ({error})", raw)
+            reply = parse_json(raw, unique_keys=True)
+        except InputError as error:
+            self._fail(f"answered {kind} with a line that is not JSON within duespec's limits "
+                       f"({error.problem})", raw)
         if not isinstance(reply, dict):
             self._fail(f"answered {kind} with JSON that is not an object", raw)
         if reply.get("type") == "error":

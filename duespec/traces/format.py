@@ -76,7 +76,7 @@ class TraceHeader:
         if "duespec_trace" not in value:
             raise fail('missing "duespec_trace" (the format version); is this a duespec trace?')
         version = value["duespec_trace"]
-        if version != FORMAT_VERSION or isinstance(version, bool):
+        if type(version) is not int or version != FORMAT_VERSION:  # 1.0 and true are no version
             raise fail(f"unsupported format version {json.dumps(version)}; this duespec reads version "
                        f"{FORMAT_VERSION}")
         for key in _HEADER_KEYS:
@@ -174,7 +174,7 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict
         first = _read(handle, where, 1)
         if not first:
             raise TraceError(where, 1, "empty file; a trace starts with a header line")
-        header = TraceHeader.from_json(_parse(first, where, 1), where, 1)
+        header = TraceHeader.from_json(_parse(first, where, 1, unique_keys=True), where, 1)
     except BaseException:
         handle.close()
         raise
@@ -249,11 +249,11 @@ def _within_limit(text: bytes, where: str, line: int) -> bytes:
         raise TraceError(where, line, error.problem) from None
 
 
-def _parse(text: bytes, where: str, line: int) -> Json:
+def _parse(text: bytes, where: str, line: int, *, unique_keys: bool = False) -> Json:
     if not text.strip():
         raise TraceError(where, line, "blank line; every line of a trace is one JSON object")
     try:
-        return parse_json(text, line)
+        return parse_json(text, line, unique_keys=unique_keys)
     except InputError as error:
         raise TraceError(where, line, error.problem) from None
 
@@ -307,6 +307,12 @@ class TraceWriter:
     def close(self) -> None:
         if not self._out.handle.closed:
             self._out.commit()
+
+    def close_as(self, candidates: Iterable[str | os.PathLike[str]]) -> Path:
+        """Close, giving the trace the first free name of `candidates` (never replacing a
+        file, and never visible under that name before it is whole)."""
+        self.path = self._out.commit_as(candidates)
+        return self.path
 
     def abandon(self) -> None:
         self._out.abandon()

@@ -18,6 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from duespec.impl.schedules_records import MAX_TIME
+from duespec.limits import nested_deeper
+
 Json = Any
 
 #: The protocol version the deployed server and resonate-sdk 0.8 speak.
@@ -91,6 +94,44 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+#: Deepest nesting of arrays and objects in a request body: a valid request nests about six
+#: levels (envelope, data, action, its data, param, headers); anything deeper is refused
+#: before a handler's recursive checks could exhaust the stack.
+MAX_REQUEST_DEPTH = 64
+#: Longest integer literal read as a number: Python refuses to convert more digits.
+MAX_INT_LITERAL = 4300
+
+
+class OversizedInt:
+    """An integer literal too long to convert: it reaches the validators as a value that is no
+    int (nor string), so the field it sits in is refused by name with a 400, never a 500."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<an integer of {self.digits:,} digits>"
+
+
+def _parse_int(text: str) -> int | OversizedInt:
+    return int(text) if len(text) <= MAX_INT_LITERAL else OversizedInt(text)
+
+
+def _no_duplicates(pairs: list[tuple[str, Json]]) -> dict[str, Json]:
+    """An object whose keys are all distinct: which of two values a server would take is
+    nowhere specified, so a request that says both is refused."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate key {twice[:80]!r} in an object")
+    return out
+
+
+
+
 def parse_request(body: bytes) -> Request:
     """The envelope of `body`, or WireError(400) naming what is wrong with it."""
     try:
@@ -98,8 +139,11 @@ def parse_request(body: bytes) -> Request:
     except UnicodeDecodeError as error:
         raise WireError(400, f"Invalid request envelope: body is not UTF-8 ({error.reason} at byte "
                              f"{error.start})") from None
+    if nested_deeper(body, MAX_REQUEST_DEPTH):
+        raise WireError(400, f"Invalid request envelope: nested deeper than {MAX_REQUEST_DEPTH} levels")
     try:
-        raw = json.loads(text, parse_constant=_reject_constant)
+        raw = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int,
+                         object_pairs_hook=_no_duplicates)
     except (ValueError, RecursionError) as error:
         raise WireError(400, f"Invalid request envelope: not JSON ({error})") from None
     kind = raw.get("kind") if isinstance(raw, dict) else None
@@ -129,6 +173,11 @@ def parse_request(body: bytes) -> Request:
         raise reject(f"Unsupported protocol version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}")
     if not isinstance(raw["data"], dict):
         raise reject("Invalid 'data' field: must be an object")
+    if DEBUG_TIME in head:
+        pinned = head[DEBUG_TIME]
+        if type(pinned) is not int or not 0 <= pinned <= MAX_TIME:
+            raise reject(f"Invalid request envelope: head.{DEBUG_TIME} must be an integer (epoch ms) in "
+                         f"[0, {MAX_TIME}] when present, got {_shown(pinned)}")
     strict = head.get(STRICT, False)
     if not isinstance(strict, bool):
         raise reject(f"Invalid request envelope: head.{STRICT} must be a boolean")
@@ -145,6 +194,9 @@ def request_to_op(request: Request, clock_now: int) -> tuple[str, dict[str, Json
         if "time" not in args:
             raise WireError(400, "Missing or invalid 'time' field", request.kind, request.corr_id)
         now = args.pop("time")
+        if type(now) is not int or not 0 <= now <= MAX_TIME:
+            raise WireError(400, f"data.time must be an integer (epoch ms) in [0, {MAX_TIME}], got {_shown(now)}",
+                            request.kind, request.corr_id)
         if request.debug_time is not None and not _same_number(request.debug_time, now):
             raise WireError(400, f"{DEBUG_TIME} must equal data.time", request.kind, request.corr_id)
     try:
@@ -190,6 +242,8 @@ def _opened(nested: Json, kind: str, where: str) -> Json:
     if not isinstance(nested, dict) or nested.get("kind") != kind or "data" not in nested:
         raise NestingError(f"{where} must be a {kind} request envelope {{kind, head, data}}, got "
                            f"{_described(nested)}")
+    if not isinstance(nested["data"], dict):
+        raise NestingError(f"{where}.data must be an object (the {kind} args), got {_described(nested['data'])}")
     return nested["data"]
 
 
@@ -198,7 +252,7 @@ def fence_action_from_wire(nested: Json, strict: bool) -> dict[str, Json]:
     as operations.md writes it: `{"kind": "create" | "settle", ...data}`."""
     kind = nested.get("kind") if isinstance(nested, dict) else None
     data = nested.get("data") if isinstance(nested, dict) else None
-    if kind not in FENCE_OPS or not isinstance(data, dict) or "kind" in data:
+    if not isinstance(kind, str) or kind not in FENCE_OPS or not isinstance(data, dict) or "kind" in data:
         raise NestingError("action must be a promise.create or promise.settle request envelope "
                            f"{{kind, head, data}} whose data is an object, got {_described(nested)}")
     return {"kind": FENCE_OPS[kind], **_with_defaults(kind, data, strict)}
@@ -210,6 +264,17 @@ def _described(value: Json) -> str:
         kind = value.get("kind")
         return f"an object of kind {kind!r:.60}" if isinstance(kind, str) else "an object without a string kind"
     return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _shown(value: Json) -> str:
+    """A value as JSON, cut short (a request may put anything anywhere)."""
+    if isinstance(value, OversizedInt):
+        return repr(value)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _same_number(a: Json, b: Json) -> bool:

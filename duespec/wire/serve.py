@@ -34,7 +34,9 @@ from typing import Callable
 
 from aiohttp import web
 
-from duespec.impl.schedules import DEFAULT_RETRY_TIMEOUT, PROFILES, ScheduleServer
+from duespec.impl.schedules import (
+    DEFAULT_RETRY_TIMEOUT, PROFILES, CatchUpTooLong, ScheduleServer, check_config,
+)
 from duespec.impl.schedules_sql import StoreError
 from duespec.wire.envelope import (
     CONTROL_KINDS, OP_OF_KIND, Json, Request, WireError, envelope, parse_request, request_to_op,
@@ -105,6 +107,9 @@ class WireServer:
                     answer = self._dispatch(request)
         except WireError as error:
             answer = envelope(request.kind, request.corr_id, error.status, error.message)
+        except CatchUpTooLong as error:  # the request's time is the problem: the client's to fix
+            answer = envelope(request.kind, request.corr_id, 422,
+                              f"resonate:debug_time / data.time: {error}")
         except Exception as error:  # a bug must cost one 500, never the server
             answer = envelope(request.kind, request.corr_id, 500,
                               f"Internal error: {type(error).__name__}: {error}")
@@ -155,33 +160,24 @@ class WireServer:
         raise WireError(400, f"Unknown operation: {kind}")
 
     def _reset(self, config: dict[str, Json]) -> None:
-        """debug.reset: an empty store; `data` may name a new profile and retry_timeout."""
+        """debug.reset: an empty store; `data` may name a new profile and retry_timeout.
+
+        The whole request is checked first, with the server's own rule for each field, and
+        the store is emptied in place in one transaction, never closed: a refused reset
+        changes nothing, and a file store stays owned (its lock held) throughout."""
         unknown = sorted(set(config) - {"profile", "retry_timeout"})
         if unknown:
             raise WireError(400, f"debug.reset takes profile and retry_timeout, not {', '.join(unknown)}")
         profile = config.get("profile", self.server.profile)
         retry_timeout = config.get("retry_timeout", self.server.retry_timeout)
-        if profile not in PROFILES:
-            raise WireError(400, f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-        if type(retry_timeout) is not int or retry_timeout < 0:
-            raise WireError(400, f"retry_timeout must be a non-negative integer, got {retry_timeout!r}")
-        self.server.close()
-        if self.db != MEMORY:
-            wipe(self.db)
-        self.server = self.server_class(self.db, profile=profile, retry_timeout=retry_timeout)
-
-
-def wipe(path: str) -> None:
-    """Empty every table of a store file, its config included, in one transaction."""
-    db = sqlite3.connect(path, isolation_level=None)
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        for table in tables:
-            db.execute(f'DELETE FROM "{table}"')
-        db.execute("COMMIT")
-    finally:
-        db.close()
+        for key, value in (("profile", profile), ("retry_timeout", retry_timeout)):
+            if key in config and value is None:
+                raise WireError(400, f"debug.reset: {key} must not be null (leave it out to keep the current one)")
+        try:
+            check_config(profile, retry_timeout)
+        except ValueError as error:
+            raise WireError(400, f"debug.reset: {error}") from None
+        self.server.reset(profile, retry_timeout)
 
 
 def make_app(wire: WireServer, max_body: int = DEFAULT_MAX_BODY) -> web.Application:

@@ -10,6 +10,14 @@ from duespec.model.schedules.next_cron import next_cron
 MAX_TIME = 253_402_300_799_999
 #: nextRunAt of a schedule whose next occurrence lies beyond MAX_TIME: no valid now reaches it.
 NEVER = MAX_TIME + 1
+#: The last instant a request may store (a promise's timeoutAt, a `resonate:delay`): 2^63-1,
+#: the int64 every real store keeps times in (the deployed server, resonate-pg's BIGINT,
+#: SQLite's INTEGER) and the value real clients send as "never" (spec/schedules.md X-04).
+MAX_INSTANT = 2**63 - 1
+#: The longest duration a request may name (promiseTimeout, ttl, retry_timeout): every
+#: instant derived as `now + duration` (now <= MAX_TIME) must itself fit in MAX_INSTANT, so
+#: the sum stays exact where it is stored.
+MAX_DURATION = MAX_INSTANT - MAX_TIME
 
 
 @lru_cache(maxsize=1 << 16)

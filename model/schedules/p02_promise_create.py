@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from duespec.coverage import reached
 from duespec.model.schedules.projection import timed_out
-from duespec.model.schedules.requests import PromiseCreateReq, Res
+from duespec.model.schedules.requests import PromiseCreateReq, Res, delay_ms
 from duespec.model.schedules.state import (
     RETRY, Execute, PromiseObject, ServerState, TaskObject, get_promise, is_external, is_timer,
     set_message, set_promise, set_promise_timeout, set_task, set_task_timeout, tags_get, tags_has,
@@ -39,9 +39,9 @@ def promise_create(state: ServerState, req: PromiseCreateReq, now: int) -> Res:
             set_task_timeout(state, t.id, RETRY, now + retry_timeout)
             set_message(state, target, Execute(t.id, t.version))
             return Res(200, promise=p)
-        if int(delay) > now:
+        if delay_ms(delay) > now:
             reached("P-02.delayed")
-            set_task_timeout(state, t.id, RETRY, int(delay))
+            set_task_timeout(state, t.id, RETRY, delay_ms(delay))
             return Res(200, promise=p)
         reached("P-02.delay_passed")
         set_task_timeout(state, t.id, RETRY, now + retry_timeout)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duespec.coverage import reached
-from duespec.model.schedules.clock import MAX_TIME, next_run
+from duespec.model.schedules.clock import MAX_DURATION, MAX_INSTANT, MAX_TIME, next_run
 from duespec.model.schedules.expand import TIMESTAMP_PLACEHOLDER
 from duespec.model.schedules.state import PromiseObject, Schedule, Tags, TaskObject, Value
 from duespec.spec.cron_dialect import validate as validate_cron
@@ -63,12 +63,30 @@ def unicode_text(value: Json, where: str = "args") -> None:
             unicode_text(item, where)
 
 
-def time_value(value: Json, name: str) -> int:
+def time_value(value: Json, name: str, upper: int = MAX_TIME) -> int:
+    """An integer in [0, upper]: MAX_TIME for a `now`, MAX_INSTANT for a stored instant,
+    MAX_DURATION for a duration added to `now` (spec/schedules.md "Bounds")."""
     if type(value) is not int:
         raise Invalid(f"{name} must be an integer, got {value!r}")
-    if not 0 <= value <= MAX_TIME:
-        raise Invalid(f"{name} must lie in [0, {MAX_TIME}], got {value}")
+    if not 0 <= value <= upper:
+        raise Invalid(f"{name} must lie in [0, {upper}], got {value}")
     return value
+
+
+def instant_value(value: Json, name: str) -> int:
+    return time_value(value, name, MAX_INSTANT)
+
+
+def duration_value(value: Json, name: str) -> int:
+    return time_value(value, name, MAX_DURATION)
+
+
+def digits_at_most(digits: str, upper: int) -> bool:
+    """Whether decimal `digits` name a number <= upper, judged by length before converting
+    (Python refuses to convert more than 4,300 digits)."""
+    significant = digits.lstrip("0")
+    return len(significant) < len(str(upper)) or (len(significant) == len(str(upper))
+                                                   and int(significant) <= upper)
 
 
 def exact_args(args: Json, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Json]:
@@ -106,9 +124,16 @@ def tags_value(value: Json, name: str) -> dict[str, str]:
     if delay is not None:
         if not (delay.isascii() and delay.isdigit()):
             raise Invalid(f"{name}: resonate:delay must be decimal digits, got {delay!r}")
-        if int(delay) > MAX_TIME:
-            raise Invalid(f"{name}: resonate:delay must be <= {MAX_TIME}, got {delay}")
+        if not digits_at_most(delay, MAX_INSTANT):
+            raise Invalid(f"{name}: resonate:delay must be <= {MAX_INSTANT}, got {delay[:40]}"
+                          f"{'...' if len(delay) > 40 else ''} ({len(delay)} digits)")
     return dict(value)
+
+
+def delay_ms(delay: str) -> int:
+    """A `resonate:delay` tag that passed tags_value as its number: leading zeros are
+    dropped first, since Python counts them against its 4,300-digit conversion limit."""
+    return int(delay.lstrip("0") or "0")
 
 
 def value_value(value: Json, name: str) -> Value:
@@ -143,7 +168,7 @@ def schedule_create_req(args: Json, now: int) -> ScheduleCreateReq:
         id=schedule_id_value(args["id"]),
         cron=cron_value(args["cron"], now),
         promise_id=template_value(args["promiseId"]),
-        promise_timeout=time_value(args["promiseTimeout"], "promiseTimeout"),
+        promise_timeout=duration_value(args["promiseTimeout"], "promiseTimeout"),
         promise_param=value_value(args["promiseParam"], "promiseParam"),
         promise_tags=tags_value(args["promiseTags"], "promiseTags"),
     )
@@ -153,7 +178,7 @@ def promise_create_req(args: Json) -> PromiseCreateReq:
     args = exact_args(args, ("id", "timeoutAt", "param", "tags"))
     return PromiseCreateReq(
         id=id_value(args["id"]),
-        timeout_at=time_value(args["timeoutAt"], "timeoutAt"),
+        timeout_at=instant_value(args["timeoutAt"], "timeoutAt"),
         param=value_value(args["param"], "param"),
         tags=tags_value(args["tags"], "tags"),
     )
@@ -303,14 +328,14 @@ def register_listener_req(args: Json) -> RegisterListenerReq:
 
 def task_create_req(args: Json) -> TaskCreateReq:
     args = exact_args(args, ("pid", "ttl", "action"))
-    return TaskCreateReq(pid=id_value(args["pid"], "pid"), ttl=time_value(args["ttl"], "ttl"),
+    return TaskCreateReq(pid=id_value(args["pid"], "pid"), ttl=duration_value(args["ttl"], "ttl"),
                          action=promise_create_req(args["action"]))
 
 
 def task_acquire_req(args: Json) -> TaskAcquireReq:
     args = exact_args(args, ("id", "version", "pid", "ttl"))
     return TaskAcquireReq(id=id_value(args["id"]), version=version_value(args["version"]),
-                          pid=id_value(args["pid"], "pid"), ttl=time_value(args["ttl"], "ttl"))
+                          pid=id_value(args["pid"], "pid"), ttl=duration_value(args["ttl"], "ttl"))
 
 
 def task_fence_req(args: Json) -> TaskFenceReq:

@@ -12,7 +12,7 @@ from duespec.impl.schedules import ScheduleServer, occurrences_due
 from duespec.impl.schedules_sql import StoreInUse
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
 from duespec.model import schedules as model
-from duespec.model.schedules.clock import MAX_TIME
+from duespec.model.schedules.clock import MAX_DURATION, MAX_TIME
 from duespec.targets.interface import Json
 
 PROFILES = ("lean", "server", "deployed")
@@ -30,8 +30,8 @@ def config_of(config: dict[str, Json]) -> model.Config:
     retry_timeout = config.get("retry_timeout", DEFAULT_RETRY_TIMEOUT)
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if type(retry_timeout) is not int or not 1 <= retry_timeout <= MAX_TIME:
-        raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm a "
+    if type(retry_timeout) is not int or not 1 <= retry_timeout <= MAX_DURATION:
+        raise ValueError(f"retry_timeout must be an integer in [1, {MAX_DURATION}] (0 would re-arm a "
                          f"retry due at once, forever), got {retry_timeout!r}")
     return model.Config(retry_timeout=retry_timeout, profile=profile)
 

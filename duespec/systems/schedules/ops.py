@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from duespec.model.schedules.clock import MAX_TIME
+from duespec.model.schedules.clock import MAX_DURATION, MAX_INSTANT, MAX_TIME
 from duespec.spec import cron_dialect
 from duespec.spec.cron_dialect import ALIASES
 from duespec.systems.schedules.adapter import DAY, DEFAULT_RETRY_TIMEOUT, HOUR, MINUTE
@@ -121,9 +121,9 @@ FIELD_EDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 TEMPLATES = ("{{.id}}.{{.timestamp}}", "{{.id}}-{{.timestamp}}", "tick-{{.timestamp}}",
              "{{.timestamp}}")
 INVALID_TEMPLATES = ("{{.id}}", "fixed", 7, "{{ .timestamp }}", "{{.Timestamp}}", None)
-PROMISE_TIMEOUTS = (0, 1, 1000, MINUTE, HOUR, DAY, 30 * DAY)
+PROMISE_TIMEOUTS = (0, 1, 1000, MINUTE, HOUR, DAY, 30 * DAY, MAX_DURATION)
 #: Not timeouts: out of range, and the wrong types (an integral float, a numeric string).
-INVALID_TIMEOUTS = (-1, 1.5, True, MAX_TIME + 1, "60000", 60000.0, None, [MINUTE], {"ms": MINUTE})
+INVALID_TIMEOUTS = (-1, 1.5, True, MAX_DURATION + 1, "60000", 60000.0, None, [MINUTE], {"ms": MINUTE})
 PARAMS = ({"headers": {}, "data": None}, {"headers": {"traceparent": "00-1"}, "data": "eyJ4IjoxfQ=="})
 INVALID_PARAMS = ({"data": None}, {"headers": [], "data": None}, {"headers": {}, "data": 3},
                   {"headers": {"k": 1}, "data": None}, {"headers": {}, "data": None, "x": 1}, None)
@@ -136,20 +136,22 @@ TAGS = (
     {**TARGET, "resonate:delay": "0"},
     {**TARGET, "resonate:delay": str(EPOCH_2025 + 2 * HOUR)},
     {**TARGET, "resonate:delay": str(EPOCH_2025 + 400 * DAY)},
-    {**TARGET, "resonate:delay": str(MAX_TIME)},          # the last valid delay
+    {**TARGET, "resonate:delay": str(MAX_TIME)},          # the end of time
+    {**TARGET, "resonate:delay": str(MAX_INSTANT)},       # the last valid delay
     {**TARGET, "resonate:delay": "0005"},                 # leading zeros are still digits
 )
 #: promise.create only: a delay one hour after the clock, wherever the clock is.
 DELAYED_AN_HOUR = {**TARGET, "resonate:delay": "in an hour"}
 INVALID_TAGS = ({"resonate:delay": "-5"}, {"resonate:delay": "soon"}, {"k": 1}, [],
-                {"resonate:delay": str(MAX_TIME + 1)}, {"resonate:delay": "+5"},
+                {"resonate:delay": str(MAX_INSTANT + 1)}, {"resonate:delay": "9" * 5000},
+                {"resonate:delay": "+5"},
                 {"resonate:delay": " 5"}, {"resonate:delay": "5.0"}, {"resonate:delay": ""},
                 {"k": None}, {"k": {"nested": "x"}}, None)
 INVALID_SCHEDULE_IDS = ("a.b", "", "x{y}", 7, None, 1.0, ["nightly"], {"id": "nightly"})
 PROMISE_IDS = ("p1", "p2", "nightly.1")
 #: Each run draws its config: retry_timeout from these (None: the key is left out, so the
 #: default of 5000 applies), the profile is the campaign's.
-RETRY_TIMEOUTS = (DEFAULT_RETRY_TIMEOUT, None, 1, MINUTE, MAX_TIME)
+RETRY_TIMEOUTS = (DEFAULT_RETRY_TIMEOUT, None, 1, MINUTE, MAX_TIME, MAX_DURATION)
 #: Instants sent with a malformed request (None: the clock's own, valid).
 ODD_NOWS = (None, -1, MAX_TIME + 1, 1.5, True, "now as float", "now as string", "null")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from duespec import __version__
-from duespec.limits import MAX_ITF_DEPTH, InputError, open_regular, parse_json, read_document
+from duespec.limits import MAX_ITF_DEPTH, InputError, open_regular, parse_json, read_document, text_problem
 from duespec.outputs import check_output
 from duespec.systems import get_system, names
 from duespec.traces.format import TraceError, TraceHeader, check_step, write_trace
@@ -56,7 +56,7 @@ def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, pro
     where = str(itf_path)
     try:
         with open_regular(itf_path) as handle:
-            document = parse_json(read_document(handle), max_depth=MAX_ITF_DEPTH)
+            document = parse_json(read_document(handle), max_depth=MAX_ITF_DEPTH, unique_keys=True)
     except OSError as error:
         raise TraceError(where, None, f"cannot open: {error.strerror or error}") from None
     except InputError as error:
@@ -245,13 +245,26 @@ class _StepReader:
 
     def _hook(self, step: ForeignStep, refuse: Callable[[str], TraceError]) -> dict[str, Json]:
         assert self.hook is not None
+        from duespec.targets.resolve import UserInterrupt
+
         try:
             answered = self.hook(step)
-        except Exception as error:  # a hook is the user's code: name it and what it raised
+        except UserInterrupt:  # Ctrl-C while the hook ran: the user's, not the hook's
+            raise
+        except BaseException as error:  # a hook is the user's code: name it and what it raised,
+            # KeyboardInterrupt and SystemExit included (they are its failure, not a Ctrl-C)
             raise refuse(f"the mapping hook {self.recipe.hook} raised {type(error).__name__}: "
                          f"{error}") from None
         if answered is None:
             return {}
+        try:
+            text = json.dumps(answered, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as error:
+            raise refuse(f"the mapping hook {self.recipe.hook} returned what JSON cannot hold: "
+                         f"{type(error).__name__}: {str(error)[:200]}") from None
+        problem = text_problem(text.encode("utf-8", "surrogatepass"))
+        if problem:
+            raise refuse(f"the mapping hook {self.recipe.hook} returned {problem}")
         if not isinstance(answered, dict) or set(answered) - {"result", "state"}:
             raise refuse(f"the mapping hook {self.recipe.hook} must return a dict with the keys "
                          f"'result' and/or 'state', got {answered!r:.200}")

@@ -114,7 +114,11 @@ def load_hook(spec: str, base: Path = Path(".")) -> Hook:
             module = importlib.import_module(module_name)
     except RecipeError:
         raise
-    except Exception as error:  # importing runs the user's code; report whatever it raised
+    except BaseException as error:  # importing runs the user's code; report whatever it raised
+        from duespec.targets.resolve import UserInterrupt
+
+        if isinstance(error, UserInterrupt):  # Ctrl-C while it loaded: the user's, not the hook's
+            raise
         raise RecipeError(f"hook {spec!r}: cannot load {module_name}: {type(error).__name__}: {error}") from None
     found = getattr(module, function, None)
     if not callable(found):
