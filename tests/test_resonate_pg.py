@@ -182,30 +182,13 @@ def _assert_documented(result: subprocess.CompletedProcess[str]) -> None:
     assert not missing, f"classes docs/findings.md does not list: {missing}\n{result.stdout[-4000:]}"
 
 
-def test_a_short_conform_campaign_finds_only_documented_differences(dsn) -> None:
-    """The first class a campaign finds (every run opens with the cron edges of one field,
-    and resonate-pg accepts some invalid cron in each) is a finding docs/findings.md lists."""
-    _assert_documented(_conform(dsn, "--examples", "2", "--max-classes", "1", timeout=900))
-
-
 @pytest.mark.long
 @pytest.mark.parametrize("profile", ["lean", "deployed"])
-def test_conform_campaign_finds_only_documented_differences(dsn, profile) -> None:
-    _assert_documented(_conform(dsn, "--profile", profile, "--examples", "30", timeout=3600))
-
-
-@pytest.mark.long
-def test_finding_a_long_catch_up_backlog_stops_every_timeout(pg) -> None:
-    """docs/findings.md, F-5: a catch-up takes one advisory lock per missed occurrence in
-    one transaction; past the lock table (Debian's defaults: between 10,080 and 12,960
-    locks) process_timeouts fails as a whole, so an unrelated promise due in the same call
-    is not timed out either, and every later call owes more."""
-    pg.step("schedule.create", {"id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
-                                "promiseTimeout": MINUTE, "promiseParam": value(), "promiseTags": {}}, T0)
-    pg.step("promise.create", {"id": "timer", "timeoutAt": T0 + MINUTE, "param": value(),
-                               "tags": {"resonate:timer": "true"}}, T0)
-    with pytest.raises(Exception, match="out of shared memory"):
-        pg.step("tick", {}, T0 + 14 * 1440 * MINUTE)
-    state = pg.observe()
-    assert [(p["id"], p["state"]) for p in state["promises"]] == [("timer", "pending")]
-    assert state["schedules"][0]["lastRunAt"] is None
+def test_a_conform_campaign_finds_only_documented_differences(dsn, profile) -> None:
+    """The first class a campaign finds is a finding docs/findings.md lists. About three
+    minutes of PostgreSQL's CPU: every run opens with the cron edges of one field, the
+    first run's are the minute's, and resonate-pg takes ~10 s to refuse `60 * * * *`
+    (findings F-1c), again at each shrinking attempt. No conform campaign against
+    resonate-pg is shorter; test_each_finding_still_reproduces is the fast check."""
+    _assert_documented(_conform(dsn, "--profile", profile, "--examples", "1", "--max-classes", "1",
+                                timeout=1800))
