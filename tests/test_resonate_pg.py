@@ -192,3 +192,20 @@ def test_a_conform_campaign_finds_only_documented_differences(dsn, profile) -> N
     resonate-pg is shorter; test_each_finding_still_reproduces is the fast check."""
     _assert_documented(_conform(dsn, "--profile", profile, "--examples", "1", "--max-classes", "1",
                                 timeout=1800))
+
+
+@pytest.mark.long
+def test_finding_a_long_catch_up_backlog_stops_every_timeout(pg) -> None:
+    """docs/findings.md, F-5: a catch-up takes one advisory lock per missed occurrence in
+    one transaction; past the lock table (Debian's defaults: between 11,520 and 12,960
+    locks) process_timeouts fails as a whole, so an unrelated timer due in the same call
+    is not fired either, and every later call owes more."""
+    pg.step("schedule.create", {"id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+                                "promiseTimeout": MINUTE, "promiseParam": value(), "promiseTags": {}}, T0)
+    pg.step("promise.create", {"id": "timer", "timeoutAt": T0 + MINUTE, "param": value(),
+                               "tags": {"resonate:timer": "true"}}, T0)
+    with pytest.raises(Exception, match="out of shared memory"):
+        pg.step("tick", {}, T0 + 14 * 1440 * MINUTE)
+    state = pg.observe()
+    assert [(p["id"], p["state"]) for p in state["promises"]] == [("timer", "pending")]
+    assert state["schedules"][0]["lastRunAt"] is None
