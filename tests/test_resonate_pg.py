@@ -171,14 +171,20 @@ def _classes(output: str) -> list[tuple[str, str]]:
     return rows
 
 
+def _listed_classes() -> list[re.Pattern[str]]:
+    """The classes docs/findings.md lists, in backquotes; `*` there stands for any op."""
+    return [re.compile(re.escape(text).replace(r"\*", r"\S+"))
+            for text in re.findall(r"`((?:response|state|target not reproducible) [^`]+)`", FINDINGS.read_text())]
+
+
 def _assert_documented(result: subprocess.CompletedProcess[str]) -> None:
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     rows = _classes(result.stdout)
     assert rows, result.stdout[-3000:]
-    findings = FINDINGS.read_text()
     undeclared = [name for name, status in rows if status == "NOT DECLARED"]
     assert undeclared, "every class declared: docs/findings.md says resonate-pg has real differences"
-    missing = [name for name in undeclared if f"`{name}`" not in findings]
+    listed = _listed_classes()
+    missing = [name for name in undeclared if not any(pattern.fullmatch(name) for pattern in listed)]
     assert not missing, f"classes docs/findings.md does not list: {missing}\n{result.stdout[-4000:]}"
 
 
