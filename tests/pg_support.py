@@ -16,7 +16,7 @@ in place so the pid we hold is the server's own. As any other user they run as t
 
 Run it by hand to get a database for `examples/resonate-pg/`:
 
-    python tests/pg_support.py        # prints RESONATE_PG_DSN=...; Ctrl-C stops and removes it
+    python tests/pg_support.py        # prints RESONATE_PG_DSN=...; Ctrl-C or kill stops and removes it
 """
 
 from __future__ import annotations
@@ -234,7 +234,15 @@ class PostgresServer:
         self.stop()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    # Started in the background (`&`), a process inherits SIGINT ignored; and `kill` sends
+    # SIGTERM: both must stop the server and remove its files.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         server = PostgresServer().start()
     except PostgresUnavailable as error:
