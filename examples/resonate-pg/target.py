@@ -1,0 +1,283 @@
+"""resonate-pg (a Resonate server in one PostgreSQL file) as a duespec schedules target.
+
+    export RESONATE_PG_DSN='host=127.0.0.1 port=5432 user=postgres dbname=resonate'
+    PYTHONPATH=examples/resonate-pg duespec conform schedules --target target:make_target
+
+Every operation of docs/operations.md that is a Resonate kind travels as the envelope
+`duespec --target http://...` would POST (built by duespec.wire.envelope.op_envelope, with
+`resonate:debug_time` = now) through `SELECT resonate.resonate_rpc(envelope)`, and the
+answer envelope is read back with the same functions the HTTP target uses, so the mapping
+is the wire's, unchanged. resonate-pg has no debug kinds (it answers them 501), so the
+environment and the checker's controls are done here, against its own functions and
+tables:
+
+- `tick`: `resonate.process_timeouts(now)`, its timer driver. It returns a count, not
+  which timeouts fired, so `fired` is read from its tables in the same transaction, in
+  the order its three passes take them (due promises, then due tasks, then due schedules:
+  see `_due`); the count it returns must equal the length of that list, or the step fails.
+- `schedule.timeout` / `promise.timeout`: `resonate._on_schedule_timeout(id, now)` /
+  `resonate._on_promise_timeout(id, now)`, the transitions process_timeouts runs.
+- `reset`: TRUNCATE of its seven tables; `retry_timeout` sets its one constant,
+  `resonate._retry_timeout()`.
+- `observe`: duespec's state shape, read from the tables (see `observe`).
+
+Validation of the environment ops' arguments (tick takes `{}`, the single timeouts
+`{"id"}`, `now` an integer in [0, MAX_TIME]) is this adapter's, since those ops are not
+part of resonate-pg's protocol. A SQL error that escapes resonate_rpc (its DECLARE block
+casts the head's `resonate:debug_time` before its own error handler is in force) is
+answered as the HTTP front of a database would answer it: status 500, the error as message.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+from duespec.targets.interface import TargetError
+from duespec.wire.envelope import ProtocolViolation, check_envelope, op_envelope, op_response
+
+Json = Any
+
+#: docs/operations.md X-04: the largest valid `now`, 9999-12-31T23:59:59.999Z in ms.
+MAX_TIME = 253_402_300_799_999
+#: resonate-pg's tables (resonate.sql, section 1): its whole state.
+TABLES = ("promises", "tasks", "task_resumes", "callbacks", "listeners", "schedules", "outbox")
+#: resonate.sql's retry timeout, `_retry_timeout()`, as shipped.
+SHIPPED_RETRY_TIMEOUT = 5000
+#: Lean TaskTimeout.kind (docs/operations.md taskTimeouts): 0 retry (a pending task), 1 lease
+#: (an acquired one). resonate-pg keeps one `timeout_at` per task and fires it by state.
+TASK_TIMEOUT_KIND = {"pending": 0, "acquired": 1}
+TASK_TIMEOUT_NAME = {"pending": "retry", "acquired": "lease"}
+#: The ops this adapter answers itself (resonate-pg has no debug kinds).
+ENVIRONMENT_OPS = ("tick", "schedule.timeout", "promise.timeout")
+
+
+def make_target() -> ResonatePgTarget:
+    """The factory duespec calls once per run. The connection string is $RESONATE_PG_DSN."""
+    dsn = os.environ.get("RESONATE_PG_DSN")
+    if not dsn:
+        raise TargetError("RESONATE_PG_DSN is not set: give the libpq connection string of a database "
+                          "resonate.sql was applied to (examples/resonate-pg/README.md)", unusable=True)
+    return ResonatePgTarget(dsn)
+
+
+#: One connection per DSN for the whole campaign: a campaign makes a target per run, and a
+#: new PostgreSQL session would recompile every PL/pgSQL function on first use.
+_CONNECTIONS: dict[str, psycopg.Connection] = {}
+
+
+def _connection(dsn: str) -> psycopg.Connection:
+    conn = _CONNECTIONS.get(dsn)
+    if conn is not None and not conn.closed and conn.info.transaction_status == pq.TransactionStatus.IDLE:
+        return conn
+    if conn is not None:  # interrupted mid-query (a --timeout): stop that query, start afresh
+        _drop(dsn, conn)
+    try:
+        conn = psycopg.connect(dsn, autocommit=True)
+    except psycopg.Error as error:
+        raise TargetError(f"cannot connect to RESONATE_PG_DSN ({dsn}): {error}".strip(), unusable=True) from None
+    conn.add_notice_handler(lambda notice: None)
+    _CONNECTIONS[dsn] = conn
+    return conn
+
+
+def _drop(dsn: str, conn: psycopg.Connection) -> None:
+    pid = conn.info.backend_pid if not conn.closed else None
+    try:
+        conn.close()
+    finally:
+        _CONNECTIONS.pop(dsn, None)
+    if pid:
+        with psycopg.connect(dsn, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+class ResonatePgTarget:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.corr_ids = itertools.count(1)
+        #: The envelope and answer of the last step, for divergence reports.
+        self.last_exchange: str | None = None
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        return _connection(self.dsn)
+
+    # --- the Target interface ------------------------------------------------------------
+
+    def reset(self, config: dict[str, Json]) -> None:
+        unknown = set(config) - {"profile", "retry_timeout"}
+        if unknown:
+            raise TargetError(f"resonate-pg takes no config {sorted(unknown)}")
+        retry = config.get("retry_timeout", SHIPPED_RETRY_TIMEOUT)
+        if type(retry) is not int or not 1 <= retry <= MAX_TIME:
+            raise TargetError(f"retry_timeout must be an integer in [1, {MAX_TIME}], got {retry!r}")
+        conn = self.conn
+        with conn.transaction():
+            conn.execute("TRUNCATE " + ", ".join(f"resonate.{t}" for t in TABLES) + " RESTART IDENTITY CASCADE")
+            current = conn.execute("SELECT resonate._retry_timeout()").fetchone()[0]
+            if current != retry:
+                # resonate.sql's one configuration constant; redefined as the file defines it
+                # (search_path pinned, as its section 11 pins every function).
+                conn.execute(f"CREATE OR REPLACE FUNCTION resonate._retry_timeout() RETURNS bigint "
+                             f"LANGUAGE sql IMMUTABLE SET search_path = resonate, pg_temp "
+                             f"AS $$ SELECT {int(retry)}::bigint $$")
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        if op in ENVIRONMENT_OPS:
+            return self._environment(op, args, now)
+        corr_id = f"duespec-{next(self.corr_ids)}"
+        request = op_envelope(op, args, now, corr_id)
+        body = json.dumps(request)
+        try:
+            answer = self.conn.execute("SELECT resonate.resonate_rpc(%s::jsonb)", [body]).fetchone()[0]
+        except psycopg.Error as error:
+            if isinstance(error, psycopg.OperationalError):
+                raise
+            self.last_exchange = f"resonate_rpc\n  request:  {body[:2000]}\n  raised:   {error}"
+            return {"status": 500, "message": f"resonate_rpc raised {error.sqlstate}: {str(error).splitlines()[0]}"}
+        self.last_exchange = f"resonate_rpc\n  request:  {body[:2000]}\n  response: {json.dumps(answer)[:2000]}"
+        try:
+            head = answer.get("head") if isinstance(answer, dict) else None
+            status = head.get("status") if isinstance(head, dict) else None
+            status, data = check_envelope(answer, request["kind"], corr_id, status)
+            return op_response(op, status, data)
+        except ProtocolViolation as error:
+            raise TargetError(f"resonate_rpc broke the protocol on {op}: {error}\n{self.last_exchange}") from None
+
+    def observe(self) -> dict[str, Json]:
+        """docs/operations.md's state, from resonate-pg's tables.
+
+        - promises: the rows as stored (no projection), with `callbacks` (the awaiter ids of
+          its rows in `callbacks`) and `listeners` (the addresses of its rows in `listeners`);
+        - tasks: the rows, `resumes` the awaited ids of its rows in `task_resumes`;
+        - promiseTimeouts: what `process_promise_timeouts` would fire: every pending promise
+          that is external (resonate-pg's `_promise_timed`), at its `timeout_at`;
+        - taskTimeouts: what `process_task_timeouts` would fire: a pending task's retry
+          (kind 0) and an acquired task's lease (kind 1), at its `timeout_at`;
+        - scheduleTimeouts: every schedule at its `next_run_at`;
+        - outbox: the rows by key, as the Lean's messages.
+
+        The order of `callbacks`, `listeners` and `resumes` is the model's insertion order;
+        resonate-pg's tables keep no order, so they are read in physical order (`ctid`),
+        which is insertion order while rows are only inserted and deleted in a short run."""
+        conn = self.conn
+        with conn.transaction():
+            promises = conn.execute(
+                "SELECT id, state, param_headers, param_data, value_headers, value_data, tags, timeout_at,"
+                " created_at, settled_at, external FROM resonate.promises").fetchall()
+            tasks = conn.execute("SELECT id, state, version, ttl, pid, timeout_at FROM resonate.tasks").fetchall()
+            resumes = conn.execute("SELECT task_id, awaited_id FROM resonate.task_resumes ORDER BY ctid").fetchall()
+            callbacks = conn.execute("SELECT awaited_id, awaiter_id FROM resonate.callbacks ORDER BY ctid").fetchall()
+            listeners = conn.execute("SELECT awaited_id, address FROM resonate.listeners ORDER BY ctid").fetchall()
+            schedules = conn.execute(
+                "SELECT id, cron, promise_id, promise_timeout, promise_param_headers, promise_param_data,"
+                " promise_tags, next_run_at, last_run_at, created_at FROM resonate.schedules").fetchall()
+            outbox = conn.execute("SELECT key, kind, address, task_id, version, promise FROM resonate.outbox").fetchall()
+        awaiters: dict[str, list[str]] = {}
+        for awaited, awaiter in callbacks:
+            awaiters.setdefault(awaited, []).append(awaiter)
+        addresses: dict[str, list[str]] = {}
+        for awaited, address in listeners:
+            addresses.setdefault(awaited, []).append(address)
+        buffered: dict[str, list[str]] = {}
+        for task_id, awaited in resumes:
+            buffered.setdefault(task_id, []).append(awaited)
+        promises.sort(key=lambda row: row[0])
+        tasks.sort(key=lambda row: row[0])
+        schedules.sort(key=lambda row: row[0])
+        outbox.sort(key=lambda row: row[0])
+        return {
+            "promises": [{
+                "id": id, "state": state, "param": {"headers": ph, "data": pd}, "value": {"headers": vh, "data": vd},
+                "tags": tags, "timeoutAt": timeout_at, "createdAt": created_at, "settledAt": settled_at,
+                "callbacks": awaiters.get(id, []), "listeners": addresses.get(id, []),
+            } for id, state, ph, pd, vh, vd, tags, timeout_at, created_at, settled_at, _ in promises],
+            "tasks": [{"id": id, "state": state, "version": version, "resumes": buffered.get(id, []),
+                       "ttl": ttl, "pid": pid} for id, state, version, ttl, pid, _ in tasks],
+            "schedules": [{
+                "id": id, "cron": cron, "promiseId": promise_id, "promiseTimeout": promise_timeout,
+                "promiseParam": {"headers": ph, "data": pd}, "promiseTags": tags, "nextRunAt": next_run_at,
+                "lastRunAt": last_run_at, "createdAt": created_at,
+            } for id, cron, promise_id, promise_timeout, ph, pd, tags, next_run_at, last_run_at, created_at
+                in schedules],
+            "promiseTimeouts": [{"id": row[0], "timeout": row[7]} for row in promises
+                                if row[1] == "pending" and row[10]],
+            "taskTimeouts": sorted(({"id": id, "kind": TASK_TIMEOUT_KIND[state], "timeout": timeout_at}
+                                    for id, state, _, _, _, timeout_at in tasks
+                                    if state in TASK_TIMEOUT_KIND and timeout_at is not None),
+                                   key=lambda t: (t["id"], t["kind"])),
+            "scheduleTimeouts": [{"id": row[0], "timeout": row[7]} for row in schedules],
+            "outbox": [{"address": address,
+                        "message": ({"kind": "execute", "taskId": task_id, "version": version} if kind == "execute"
+                                    else {"kind": "unblock", "promise": promise})}
+                       for _, kind, address, task_id, version, promise in outbox],
+        }
+
+    def close(self) -> None:
+        """The connection is shared by the campaign's targets (see _CONNECTIONS)."""
+
+    # --- the environment -----------------------------------------------------------------
+
+    def _environment(self, op: str, args: Json, now: Json) -> dict[str, Json]:
+        problem = _environment_problem(op, args, now)
+        if problem:
+            return {"status": 400, "message": problem}
+        conn = self.conn
+        with conn.transaction():
+            if op == "tick":
+                fired = _due(conn, now)
+                count = conn.execute("SELECT resonate.process_timeouts(%s::bigint)", [now]).fetchone()[0]
+                if count != len(fired):
+                    raise TargetError(f"process_timeouts({now}) fired {count} timeouts, its tables said "
+                                      f"{len(fired)} were due: {fired}")
+                self.last_exchange = f"SELECT resonate.process_timeouts({now}) -> {count}"
+                return {"status": 200, "fired": fired}
+            function = "_on_schedule_timeout" if op == "schedule.timeout" else "_on_promise_timeout"
+            conn.execute(f"SELECT resonate.{function}(%s, %s::bigint)", [args["id"], now])
+            self.last_exchange = f"SELECT resonate.{function}({args['id']!r}, {now})"
+            return {"status": 200}
+
+
+def _environment_problem(op: str, args: Json, now: Json) -> str | None:
+    if type(now) is not int or not 0 <= now <= MAX_TIME:
+        return f"now must be an integer in [0, {MAX_TIME}], got {json.dumps(now)[:40]}"
+    if not isinstance(args, dict):
+        return f"args must be an object, got {type(args).__name__}"
+    expected = set() if op == "tick" else {"id"}
+    if set(args) != expected:
+        return f"{op} takes {sorted(expected)}, got {sorted(args)}"
+    if op != "tick" and (not isinstance(args["id"], str) or args["id"] == ""):
+        return "id must be a non-empty string"
+    if op != "tick":
+        try:
+            args["id"].encode("utf-8")
+        except UnicodeEncodeError:
+            return "id is not Unicode text"
+    return None
+
+
+def _due(conn: psycopg.Connection, now: int) -> list[dict[str, str]]:
+    """What process_timeouts(now) will fire, in its order: process_promise_timeouts (pending
+    external promises due, by timeout and id), process_task_timeouts (pending or acquired
+    tasks due, by timeout and id; a task whose promise the first pass timed out is fulfilled
+    by it and drops out), process_schedule_timeouts (schedules due, by next run and id; each
+    one call that catches up every missed occurrence)."""
+    promises = [row[0] for row in conn.execute(
+        "SELECT id FROM resonate.promises WHERE state = 'pending' AND external AND timeout_at <= %s"
+        " ORDER BY timeout_at, id", [now])]
+    timed_out = set(promises)
+    tasks = [(id, state) for id, state in conn.execute(
+        "SELECT id, state FROM resonate.tasks WHERE state IN ('pending', 'acquired') AND timeout_at <= %s"
+        " ORDER BY timeout_at, id", [now]) if id not in timed_out]
+    schedules = [row[0] for row in conn.execute(
+        "SELECT id FROM resonate.schedules WHERE next_run_at <= %s ORDER BY next_run_at, id", [now])]
+    return ([{"kind": "promise", "id": id} for id in promises]
+            + [{"kind": TASK_TIMEOUT_NAME[state], "id": id} for id, state in tasks]
+            + [{"kind": "schedule", "id": id} for id in schedules])
+
