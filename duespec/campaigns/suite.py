@@ -72,7 +72,7 @@ def replay_all(corpus: Path) -> list[Line]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
 
     # The corpus is read last, after minutes of proofs and campaigns: a folder that is not
     # there is bad usage, said before any of that work.
