@@ -89,7 +89,7 @@ def test_cli_help_for_every_subcommand() -> None:
 
 
 @pytest.mark.parametrize("argv, complaint", [
-    (["check", "no-such-system"], "invalid choice"),
+    (["check", "no-such-system"], "unknown system 'no-such-system'; known: duebook, schedules"),
     (["check", "duebook", "--profile", "nope"], "no profile nope"),
     (["check", "duebook", "--examples", "-5"], "must be at least 1, got -5"),
     (["suite", "--steps", "x"], "expected a whole number, got 'x'"),
