@@ -19,8 +19,8 @@ from typing import Any
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
-            "duespec.traces.replay", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
-            "duespec.histories.export")
+            "duespec.campaigns.replay_jobs", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
+            "duespec.histories.export", "duespec.campaigns.merge")
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: Ctrl-C, as shells report a process ended by SIGINT.
