@@ -41,3 +41,20 @@ class TwoBugs(ModelTarget):
         if op == "cancel" and response.get("error") == "not_owner":
             return {"error": "not_found", "message": "no deferral of yours has this id"}
         return response
+
+
+class KillsRedis(ModelTarget):
+    """DeepBug's bug; the first time it answers wrong, it kills the process whose id is in
+    DUESPEC_TEST_KILL_PID (the test's redis-server): the database dies mid-campaign."""
+
+    killed = False
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        response = super().step(op, args, now)
+        if op == "claimable" and isinstance(response.get("ok"), list) and len(response["ok"]) > 1:
+            if len(self.observe()["open"]) > DeepBug.threshold:
+                if not type(self).killed:
+                    type(self).killed = True
+                    os.kill(int(os.environ["DUESPEC_TEST_KILL_PID"]), 9)
+                return {"ok": response["ok"][:-1]}
+        return response

@@ -27,7 +27,7 @@ from duespec.campaigns import junit
 from duespec.campaigns.classes import DivergenceClass, Masks
 from duespec.campaigns.database import Stats
 from duespec.campaigns.declared import Declared
-from duespec.campaigns.parallel import combine
+from duespec.campaigns.parallel import combine, cutoff
 from duespec.campaigns.run import CampaignResult, Finding
 from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
 
@@ -77,6 +77,10 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
         "scope": result.scope.describe() if result.scope is not None else None,
         "database": stats.to_json() if stats is not None else None,
         "findings": [finding_to_json(finding) for finding in result.findings],
+        # Per chunk, what `duespec merge` combines (it applies --max-classes across shards).
+        "parts": [campaign_to_json(part, target=target, examples=examples, steps=steps, depth=depth,
+                                   max_classes=max_classes) | {"total_chunks": getattr(result, "total_chunks", 1)}
+                  for part in getattr(result, "parts", [])],
     }
 
 
@@ -158,21 +162,28 @@ def merge_campaigns(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[dic
     merged = []
     for key, members in groups.items():
         seen: dict[int, str] = {}
+        chunks: list[tuple[str, dict[str, Any]]] = []
         for path, campaign in members:
+            for part in campaign.get("parts") or [campaign]:
+                chunks.append((path, part))
             for chunk in campaign["chunks"]:
                 if chunk in seen:
                     raise UsageError(f"{seen[chunk]} and {path} both ran chunk {chunk} of {key[0]} [{key[1]}] "
                                      f"seed {key[3]}: shards overlap")
                 seen[chunk] = path
         total = key[-1]
-        missing = sorted(set(range(total)) - set(seen))
+        try:
+            parts = [campaign_from_json(campaign) for _, campaign in chunks]
+        except (KeyError, TypeError, ValueError) as error:
+            raise UsageError(f"{members[0][0]}: malformed campaign ({type(error).__name__}: {error})") from None
+        last = cutoff(parts, list(range(total)), key[7]) if all(len(p.chunks) == 1 for p in parts) else None  # type: ignore[attr-defined]
+        needed = range(total if last is None else last + 1)
+        missing = sorted(set(needed) - set(seen))
         if missing:
             raise UsageError(f"{key[0]} [{key[1]}] seed {key[3]}: chunks {', '.join(map(str, missing))} of {total} "
                              f"are in no report (a shard is missing)")
-        try:
-            parts = [campaign_from_json(campaign) for _, campaign in members]
-        except (KeyError, TypeError, ValueError) as error:
-            raise UsageError(f"{members[0][0]}: malformed campaign ({type(error).__name__}: {error})") from None
+        if last is not None:
+            parts = [part for part in parts if part.chunks[0] <= last]  # type: ignore[attr-defined]
         result = combine(parts, profile=key[1], system=key[0], seed=key[3])
         result.total_chunks = total  # type: ignore[attr-defined]
         merged.append((members[0][1], result))

@@ -11,7 +11,9 @@ on the jobs or shards, so every way of running it runs the same runs:
   shards' `--json` reports into the report of the whole campaign.
 
 Each chunk searches for divergence classes on its own (its masks are its own, so that no
-chunk waits for another). The merged report lists each class once, with the shortest
+chunk waits for another). `--max-classes M` ends the campaign at the first chunk k at
+which chunks 0..k together found M classes: the chunks after k are not run (or, run by a
+worker or shard that could not know, are left out of the result and of `merge`). The merged report lists each class once, with the shortest
 counterexample any chunk shrank it to (the earliest chunk's on a tie), in the order the
 chunks first found them; runs, steps, coverage and what masks kept from comparison are
 summed. A campaign of at most CHUNK_RUNS examples is one chunk seeded S: exactly the
@@ -21,6 +23,7 @@ search `duespec check` ran before chunks existed.
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import multiprocessing
 import os
@@ -215,6 +218,8 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
             results.append(run_chunk(system, factory, spec, chunk, list(declared), scope, database, progress))
             if progress_every > 0 and len(mine) > 1:
                 _chunk_line(say, results[-1], len(results), len(mine), started)
+            if cutoff(results, [c.index for c in mine], spec.max_classes) is not None:
+                break
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
@@ -225,20 +230,46 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         pending.pop(future)
+                        if future.cancelled():
+                            continue
                         results.append(future.result())
                         done_count += 1
                         if progress_every > 0:
                             _chunk_line(say, results[-1], done_count, len(mine), started)
+                    last = cutoff(results, [c.index for c in mine], spec.max_classes)
+                    if last is not None:  # the chunks after it are not needed
+                        for future, chunk in list(pending.items()):
+                            if chunk.index > last:
+                                future.cancel()
             except BaseException:
                 for future in pending:
                     future.cancel()
                 raise
+    last = cutoff(results, [c.index for c in mine], spec.max_classes)
+    if last is not None:
+        results = [part for part in results if part.chunks[0] <= last]  # type: ignore[attr-defined]
+    results.sort(key=lambda part: part.chunks[0])  # type: ignore[attr-defined]
     merged = combine(results, profile=spec.profile, system=system.name, seed=seed, declared=list(declared),
                      scope=scope, seconds=time.perf_counter() - started)
     merged.total_chunks = len(every)  # type: ignore[attr-defined]
     merged.shard = shard  # type: ignore[attr-defined]
     merged.jobs = jobs  # type: ignore[attr-defined]
+    merged.parts = results  # type: ignore[attr-defined]
     return merged
+
+
+def cutoff(parts: list[CampaignResult], order: list[int], max_classes: int) -> int | None:
+    """The first chunk (in `order`) at which the chunks up to it, all present, have found
+    `max_classes` classes together; None when there is none yet."""
+    by_index = {part.chunks[0]: part for part in parts}  # type: ignore[attr-defined]
+    classes: set[Any] = set()
+    for index in order:
+        if index not in by_index:
+            return None
+        classes.update(_class_key(finding) for finding in by_index[index].findings)
+        if len(classes) >= max_classes:
+            return index
+    return None
 
 
 def _chunk_line(say: Callable[[str], None], result: CampaignResult, done: int, total: int, started: float) -> None:
@@ -267,7 +298,7 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
     for same in groups.values():
         first = min(same, key=lambda f: (min(f.chunks), f.position))  # type: ignore[attr-defined]
         best = min(same, key=lambda f: (len(f.counterexample), min(f.chunks)))  # type: ignore[attr-defined]
-        chosen = best
+        chosen = copy.copy(best)  # the parts keep their own findings as they were
         chosen.chunks = sorted({c for f in same for c in f.chunks})  # type: ignore[attr-defined]
         chosen.order = (min(first.chunks), first.position)  # type: ignore[attr-defined]
         chosen.from_database = any(getattr(f, "from_database", False) for f in same)  # type: ignore[attr-defined]
