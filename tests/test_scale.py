@@ -182,8 +182,8 @@ def test_a_target_that_cannot_run_copies_falls_back_to_one_job(tmp_path: Path) -
 
 
 def test_merge_command_gives_one_verdict_and_one_junit(tmp_path: Path) -> None:
-    common = ["conform", "duebook", "--target", "scale_targets:TwoBugs", "--examples", "100", "--steps", "20",
-              "--depth", "0", "--max-classes", "2", "--no-coverage", "--database", "none", "--progress", "0"]
+    common = ["conform", "duebook", "--target", "scale_targets:TwoBugs", "--examples", "100", "--steps", "5",
+              "--depth", "0", "--max-classes", "3", "--no-coverage", "--database", "none", "--progress", "0"]
     for shard in (1, 2):
         run = duespec(*common, "--shard", f"{shard}/2", "--json", f"s{shard}.json", cwd=tmp_path)
         assert run.returncode == 1, run.stderr
@@ -213,6 +213,8 @@ def test_replay_jobs_and_shards_give_the_same_reports(tmp_path: Path) -> None:
     assert merged.returncode == 0
     count = one.stdout.count("CONFIRMED")
     assert f"traces: {count} of {count} confirmed" in merged.stdout
+    missing = duespec("merge", "r1.json", "r2.json", cwd=tmp_path)
+    assert missing.returncode == 2 and "a shard is missing" in missing.stderr
 
 
 # -- the example database ---------------------------------------------------------------
@@ -356,7 +358,7 @@ def _substitute(line: str, env: dict[str, str], shard: str) -> str:
 
 def test_ci_workflow_runs_locally_with_two_shards_and_one_redis(tmp_path: Path, redis_server: RedisServer) -> None:
     workflow = _workflow()
-    env = {**{k: str(v) for k, v in workflow["env"].items()}, "SHARDS": "2", "DUESPEC_EXAMPLES": "100",
+    env = {**{k: str(v) for k, v in workflow["env"].items()}, "SHARDS": "2", "DUESPEC_EXAMPLES": "100", "DUESPEC_STEPS": "5",
            "DUESPEC_TARGET": "scale_targets:TwoBugs", "DUESPEC_DATABASE": redis_server.url,
            "PYTHONPATH": str(TESTS), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     steps = {name: [step["run"] for step in job["steps"] if step.get("run", "").startswith("duespec ")]

@@ -197,10 +197,13 @@ def main(args: argparse.Namespace) -> int:
     replays: list[dict[str, Any]] = []
     commands = set()
     checks: list[dict[str, Any]] = []
+    totals: set[Any] = set()
     for path in args.reports:
         document = load_report(path)
         commands.add(document.get("command"))
         checks += document.get("checks", [])
+        if document.get("command") == "replay" and document.get("shard"):
+            totals.add(document.get("traces_total"))
         entries += [(path, campaign) for campaign in document.get("campaigns", [])]
         replays += document.get("replays", [])
     campaigns = merge_campaigns(entries)
@@ -229,6 +232,9 @@ def main(args: argparse.Namespace) -> int:
         if replayed["path"] in seen_paths:
             raise UsageError(f"trace {replayed['path']} is in two reports: shards overlap")
         seen_paths[replayed["path"]] = replayed
+    if totals and (len(totals) > 1 or len(replays) != next(iter(totals))):
+        raise UsageError(f"the replay shards hold {len(replays)} traces of {', '.join(map(str, sorted(totals)))}: "
+                         f"a shard is missing, or they replayed different corpora")
     malformed = any(r.get("malformed") for r in replays)
     for replayed in replays:
         if not replayed.get("confirmed"):

@@ -38,8 +38,8 @@ def _replay_one(path: str, target: str, state_every: int | None, timeout: float)
 def main(args: argparse.Namespace) -> int:
     if args.jobs == 1 and args.shard is None and args.json is None:
         return int(replay_command.main(args))  # the command as it always was
-    files = [str(path) for index, path in enumerate(replay_command.trace_files(args.traces))
-             if in_shard(index, args.shard)]
+    every = replay_command.trace_files(args.traces)
+    files = [str(path) for index, path in enumerate(every) if in_shard(index, args.shard)]
     jobs = min(args.jobs, max(1, len(files)))
     if jobs > 1 and args.target.strip().startswith(("http://", "https://")):
         print(f"--jobs {args.jobs}: target {args.target} cannot run {args.jobs} copies (it is one server at "
@@ -69,7 +69,9 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         from duespec.campaigns.merge import write_report
 
-        print(f"json: {write_report(args.json, 'replay', worst, [], results, shard=args.shard, target=args.target)}")
+        written = write_report(args.json, "replay", worst, [], results, shard=args.shard, target=args.target,
+                               traces_total=len(every))
+        print(f"json: {written}")
     return worst
 
 
