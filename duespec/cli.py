@@ -105,7 +105,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if isinstance(timeout, float) and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
         raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout}")
     inputs = [path for path in (getattr(args, "declared", None), getattr(args, "mapping", None)) if path]
-    outputs = [("--" + option.replace("_", "-"), getattr(args, option, None)) for option in ("junit", "coverage_json")]
+    outputs = [("--" + option.replace("_", "-"), getattr(args, option, None)) for option in ("junit", "coverage_json", *(("json",) if args.command != "bench" else ()))]
     if args.command == "itf":
         inputs.append(args.source)
         outputs.append(("-o", getattr(args, "output", None)))
