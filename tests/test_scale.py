@@ -291,7 +291,8 @@ def test_keys_separate_targets_profiles_and_masks() -> None:
 
 def _plugin_run(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-rA", "--duespec-target", "broken_duebook:BrokenDuebook",
-                           "--duespec-system", "duebook", "--duespec-examples", "20", "--duespec-database", "none",
+                           "--duespec-system", "duebook", "--duespec-examples", "20", "--duespec-steps", "10",
+                           "--duespec-database", "none",
                            "-k", "duespec", *extra], cwd=folder, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(folder)})
 
@@ -302,7 +303,8 @@ def test_pytest_plugin_makes_one_failing_item_per_class(tmp_path: Path) -> None:
     alone = _plugin_run(folder)
     assert alone.returncode == 1, alone.stdout + alone.stderr
     failed = sorted(re.findall(r"^FAILED (::duespec\[.*?\])", alone.stdout, re.MULTILINE))
-    assert [re.search(r"class \d+: \w+ (\w+)", name).group(1) for name in failed] == ["cancel", "claim"], alone.stdout
+    assert sorted(re.search(r"class \d+: \w+ (\w+)", name).group(1) for name in failed) == ["cancel", "claim"], \
+        alone.stdout
     assert "shrunk counterexample (2 steps" in alone.stdout
     assert "  duespec replay .duespec/failures/" in alone.stdout
     xdist = _plugin_run(folder, "-n", "2")
