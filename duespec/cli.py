@@ -17,33 +17,25 @@ import threading
 from pathlib import Path
 from typing import Any
 
+# The exit codes, UsageError and --timeout's type live in duespec.exits, below every
+# command that uses them; named here too, as the command's own.
+from duespec.exits import (
+    EXIT_FAILED,
+    EXIT_HOLDS,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    MAX_TIMEOUT,
+    UsageError,
+    seconds,
+)
+
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
             "duespec.campaigns.replay_jobs", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
             "duespec.histories.export", "duespec.campaigns.merge")
 
-EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-#: Ctrl-C, as shells report a process ended by SIGINT.
-EXIT_INTERRUPTED = 130
-
-#: Longest --timeout accepted: a day. Longer is not a deadline.
-MAX_TIMEOUT = 86_400.0
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed without a traceback, exit 2."""
-
-
-def seconds(text: str) -> float:
-    """argparse type for --timeout: a finite number of seconds in (0, MAX_TIMEOUT]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text[:40]!r}") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT:g} seconds, "
-                                         f"got {text[:40]!r}")
-    return value
+__all__ = ["EXIT_FAILED", "EXIT_HOLDS", "EXIT_INTERRUPTED", "EXIT_USAGE", "MAX_TIMEOUT", "UsageError",
+           "build_parser", "explain", "main", "seconds"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,13 +6,17 @@ import argparse
 import importlib
 
 from duespec.spec.proofs import Proof, Verdict, decide
+from duespec.systems import get_system, names
 
-PROOF_MODULES = {"duebook": "duespec.spec.duebook_z3", "schedules": "duespec.spec.schedules_z3"}
+
+def proof_modules() -> dict[str, str]:
+    """System name -> the module in duespec.spec holding its proofs (System.proofs)."""
+    return {name: module for name in names() if (module := get_system(name).proofs) is not None}
 
 
 def all_proofs(systems: list[str] | None = None) -> list[Proof]:
     proofs: list[Proof] = []
-    for system, module in PROOF_MODULES.items():
+    for system, module in proof_modules().items():
         if systems and system not in systems:
             continue
         proofs.extend(importlib.import_module(module).PROOFS)
@@ -57,8 +61,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _system(name: str) -> str:
-    if name not in PROOF_MODULES:
-        raise argparse.ArgumentTypeError(f"unknown system {name!r} (choose from {', '.join(sorted(PROOF_MODULES))})")
+    known = proof_modules()
+    if name not in known:
+        raise argparse.ArgumentTypeError(f"unknown system {name!r} (choose from {', '.join(sorted(known))})")
     return name
 
 

@@ -191,13 +191,14 @@ class HangsOnSecondClaim:
 
 
 def test_an_in_process_target_that_hangs_fails_within_its_timeout(tmp_path: Path) -> None:
-    from duespec.campaigns.run import TARGET_ERROR, run_campaign
+    from duespec.campaigns.run import run_campaign
+    from duespec.judge import FindingKind
     from duespec.systems import get_system
     from duespec.targets.resolve import resolve
 
     system = get_system("duebook")
     factory = resolve(system, f"{__name__}:HangsOnSecondClaim", timeout=0.2)
     result = run_campaign(system, factory, examples=50)
-    assert result.failure_kind == TARGET_ERROR
+    assert result.failure_kind == FindingKind.TARGET_RAISED
     assert "step claim did not return within 0.2s" in (result.failure or "")
     assert [step["op"] for step in result.counterexample].count("claim") == 2

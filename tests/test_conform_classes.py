@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from duespec.campaigns.classes import covers, differing_paths
+from duespec.judge import covers, differing_paths
 from duespec.campaigns.run import CampaignResult, write_failure_trace
 from duespec.campaigns.scope import ScopeError, scope_of
 from duespec.cli import main
@@ -39,7 +39,7 @@ CLAIM = '''
 [[difference]]
 reason = "an early claim answers not_found in our API"
 op = "claim"
-response = "$"
+response = "$.error"
 '''
 #: One row of the summary table: number, class, requirement IDs, steps, status, trace.
 ROW = re.compile(r"^  (\d)  response (\w+) \$\.error\s+(D-\d\d)\s+(\d+)\s+(declared|NOT DECLARED)\s+(\S+)$",

@@ -21,10 +21,11 @@ from duespec.cli import main as cli
 from duespec.impl.schedules import MAX_CATCH_UP_OCCURRENCES as IMPL_MAX_CATCH_UP
 from duespec.impl.schedules import CatchUpTooLong
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, InputError, LimitExceeded, parse_json
-from duespec.systems import schedules
 from duespec.systems.schedules import ImplTarget, ModelTarget
+from duespec.systems.schedules.ops import MAX_OWED_PER_JUMP
 from duespec.targets.interface import TargetError
-from duespec.targets.resolve import WatchedTarget, deadline, guarded
+from duespec.targets.deadline import deadline
+from duespec.targets.resolve import WatchedTarget, guarded
 from duespec.traces.format import TraceError, TraceHeader, read_trace, write_trace
 from duespec.traces.itf import export_itf, import_itf
 
@@ -232,7 +233,7 @@ def test_a_catch_up_past_the_bound_is_refused_and_changes_nothing(op: str, args:
 
 def test_the_bound_is_one_number_and_the_machine_stays_below_it() -> None:
     assert IMPL_MAX_CATCH_UP == MAX_CATCH_UP_OCCURRENCES
-    assert schedules.MAX_OWED_PER_JUMP < MAX_CATCH_UP_OCCURRENCES
+    assert MAX_OWED_PER_JUMP < MAX_CATCH_UP_OCCURRENCES
     # A year of minutely ticks (the bench's outage) is well inside it.
     assert 525_600 < MAX_CATCH_UP_OCCURRENCES
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from duespec.campaigns.lockstep import state_diff
+from duespec.jsondiff import state_diff
 from duespec.campaigns.run import run_campaign
 from duespec.impl import duebook as impl
 from duespec.systems import get_system

@@ -5,7 +5,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from duespec.campaigns.classes import RESPONSE, DivergenceClass, Masks
+from duespec.campaigns.classes import Masks
+from duespec.judge import DivergenceClass, FindingKind
+
+RESPONSE = FindingKind.RESPONSE
 from duespec.campaigns.minimise import minimise, replay_failure
 from duespec.campaigns.run import run_campaign
 from duespec.coverage import collecting, reached

@@ -38,6 +38,27 @@ def test_subpackages_import_from_outside_the_repo(tmp_path: Path, installed: Pat
     assert location == "duespec.spec duespec.model duespec.impl"
 
 
+def test_each_system_package_is_installed(tmp_path: Path, installed: Path) -> None:
+    machines = run_outside_repo(tmp_path, installed, (
+        "from duespec.systems import BUILT_IN, get_system;"
+        "print(' '.join(get_system(name).machine.__module__ for name in BUILT_IN))"))
+    assert machines == "duespec.systems.duebook.machine duespec.systems.schedules.machine"
+
+
+def test_every_package_folder_is_listed_in_pyproject() -> None:
+    """setuptools installs only the packages named in [tool.setuptools] packages: a folder
+    left out works in an editable checkout and is missing from a real install."""
+    import tomllib
+
+    settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(settings["packages"])
+    found = {".".join([name, *init.parent.relative_to(REPO / folder).parts])
+             for name, folder in settings["package-dir"].items()
+             for init in (REPO / folder).rglob("__init__.py")}
+    assert "duespec.systems.duebook" in found
+    assert found == listed, f"missing from pyproject: {sorted(found - listed)}; listed, no folder: {sorted(listed - found)}"
+
+
 def test_no_top_level_spec_model_or_impl_is_installed(tmp_path: Path, installed: Path) -> None:
     top_level = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info")}
     assert top_level - {"bin"} == {"duespec"}

@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from duespec.campaigns import junit
-from duespec.campaigns.run import DIVERGENCE, TARGET_ERROR, CampaignResult
+from duespec.campaigns.run import CampaignResult
+from duespec.judge import FindingKind
 from duespec.campaigns.report import catalogue_ids, catalogue_text, coverage_report, write_json
 from duespec.systems import get_system
 
@@ -78,8 +79,8 @@ HELD = CampaignResult(system="duebook", profile="seed", seed=3, examples=10, ste
 
 
 def test_junit_has_one_testcase_per_campaign_with_failures_and_errors_apart(tmp_path: Path) -> None:
-    diverged = replace(HELD, failure="Divergence: step 1 \x00 bad", failure_kind=DIVERGENCE)
-    crashed = replace(HELD, profile="other", failure="TargetError: died", failure_kind=TARGET_ERROR)
+    diverged = replace(HELD, failure="Divergence: step 1 \x00 bad", failure_kind=FindingKind.RESPONSE)
+    crashed = replace(HELD, profile="other", failure="TargetError: died", failure_kind=FindingKind.TARGET_RAISED)
     path = junit.write(tmp_path / "j.xml", "duespec conform duebook", [
         junit.Case(HELD, "impl"), junit.Case(diverged, "impl", "details\ntrace: x.jsonl"),
         junit.Case(crashed, "impl")])

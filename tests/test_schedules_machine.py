@@ -11,7 +11,8 @@ from duespec.campaigns.report import report_for
 from duespec.campaigns.run import run_campaign
 from duespec.spec import schedules_properties as spec
 from duespec.systems import get_system
-from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget, config_of
+from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget
+from duespec.systems.schedules.adapter import config_of
 
 #: The default budget of `duespec check schedules`: what a default campaign must reach.
 EXAMPLES, STEPS = 200, 50
@@ -173,7 +174,7 @@ def test_each_field_edge_is_refused_or_accepted_as_its_list_says() -> None:
     the dialect (spec/cron_dialect.py) and the implementation's parser agree with the lists."""
     from duespec.impl.cron import CronError, compile_cron
     from duespec.spec import cron_dialect
-    from duespec.systems.schedules import FIELD_EDGES
+    from duespec.systems.schedules.ops import FIELD_EDGES
     for field, (rejected, accepted) in FIELD_EDGES.items():
         for cron in rejected:
             with pytest.raises(ValueError):

@@ -21,8 +21,9 @@ from duespec.impl.schedules import ScheduleServer
 from duespec.impl.schedules_records import (
     TARGET_TAG, Promise, PromiseCreate, Schedule, execute_message, expand, next_run,
 )
-from duespec.systems import schedules as schedules_machine
-from duespec.systems.schedules import RESTART_EVERY, SYSTEM, ImplTarget
+from duespec.systems.schedules import SYSTEM, ImplTarget
+from duespec.systems.schedules import adapter as schedules_adapter
+from duespec.systems.schedules.adapter import RESTART_EVERY
 from duespec.targets.resolve import WatchedFactory
 
 #: A counterexample longer than this is not one a person can read at a glance.
@@ -285,7 +286,7 @@ def test_a_server_that_cannot_open_leaves_no_store_file(tmp_path: Any, monkeypat
         def __init__(self, *args: Any, **config: Any) -> None:
             raise OSError("planted: the disk is full")
 
-    monkeypatch.setattr(schedules_machine, "STORE_DIR", str(tmp_path))
+    monkeypatch.setattr(schedules_adapter, "STORE_DIR", str(tmp_path))
     with pytest.raises(OSError, match="planted"):
         ImplTarget(CannotOpen).reset({"profile": "server"})
     assert list(tmp_path.iterdir()) == []

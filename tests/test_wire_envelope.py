@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import pytest
 
-from duespec.systems.schedules import ODD_TASK_REQUESTS
+from duespec.systems.schedules.ops import ODD_TASK_REQUESTS
 from duespec.wire.envelope import (
     PROTOCOL_VERSION, STRICT, Request, WireError, op_envelope, op_response, parse_request, request_to_op,
     response_envelope,

@@ -233,7 +233,7 @@ def main(args: argparse.Namespace) -> int:
     against = getattr(args, "against", None)
     if against is not None:  # a REF that cannot be measured against is bad usage: before any work
         from duespec.bench.against import AgainstError, resolve_ref
-        from duespec.cli import UsageError
+        from duespec.exits import UsageError
 
         try:
             resolve_ref(against)

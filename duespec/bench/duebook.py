@@ -32,7 +32,8 @@ from duespec.campaigns.lockstep import lockstep
 from duespec.campaigns.run import run_campaign, without_local_constants
 from duespec.impl import duebook as impl
 from duespec.model import duebook as model
-from duespec.systems.duebook import SYSTEM, DuebookMachine, ImplTarget
+from duespec.systems.duebook import SYSTEM, ImplTarget
+from duespec.systems.duebook.machine import DuebookMachine
 
 SECTION = "duebook"
 OWNERS = tuple(f"g1owner{n:03d}" for n in range(50))
@@ -306,6 +307,10 @@ class ImplOnlyDuebook(DuebookMachine):
     """The duebook machine's own rules driving the implementation alone: each step goes to
     the target only and the rules read the target's state; no model, no comparison, no
     invariants. What a campaign costs beyond this is the harness."""
+
+    #: The step count at which the target's state was last observed, and that state.
+    _observed_at = -1
+    _observed: dict[str, Any] = {}
 
     def call(self, op: str, args: dict[str, Any], now: Any) -> dict[str, Any]:
         type(self).total_steps += 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from duespec.campaigns import conform
-from duespec.systems import NAMES
+from duespec.systems import system_argument
 
 
 def main(args: argparse.Namespace) -> int:
@@ -22,6 +22,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Hypothesis state machine; compare every response and the whole state. "
                     "Exit 0: holds; 1: a divergence (its shrunk counterexample is written as "
                     "a trace); 2: bad usage.")
-    parser.add_argument("system", choices=NAMES)
+    parser.add_argument("system", type=system_argument)
     conform.add_campaign_options(parser)
     parser.set_defaults(run=main)

@@ -21,10 +21,6 @@ from duespec.campaigns.declared import DeclaredError, load
 from duespec.campaigns.long_run import run_long
 from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
-    DIVERGENCE,
-    ERROR,
-    LEAK,
-    NOT_REPRODUCIBLE,
     CampaignResult,
     Finding,
     add_budget_arguments,
@@ -34,12 +30,13 @@ from duespec.campaigns.run import (
     write_failure_trace,
 )
 from duespec.campaigns.scope import ScopeError, scope_of
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, UsageError
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
+from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.campaigns.merge import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
-from duespec.systems import NAMES, System, get_system
-from duespec.targets.interface import TargetError, TargetFactory
+from duespec.systems import System, get_system, system_argument
+from duespec.targets.interface import TargetError, TargetFactory, close_target
 from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, resolve
 
 #: Longest counterexample printed step by step; the trace file always has all of it.
@@ -49,8 +46,8 @@ DEFAULT_MAX_CLASSES = 10
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
-    verdict = "HOLDS" if result.ok else {DIVERGENCE: "DIVERGES", ERROR: "FAILED"}.get(
-        result.failure_kind or "", "TARGET FAILED")
+    outcome = result.failure_kind.outcome if result.failure_kind else ""
+    verdict = "HOLDS" if result.ok else {"divergence": "DIVERGES", "error": "FAILED"}.get(outcome, "TARGET FAILED")
     rate = result.steps / result.seconds if result.seconds else 0.0
     line = (f"{verdict}: {result.system} [{result.profile}] target={target} seed={result.seed} "
             f"runs={result.examples} steps={result.steps} ({result.seconds:.1f}s, {rate:,.0f} steps/s)")
@@ -58,7 +55,7 @@ def verdict_line(result: CampaignResult, target: str) -> str:
         declared = sum(1 for finding in result.findings if finding.declared)
         line += (f": {len(result.findings)} divergence class{'es' if len(result.findings) > 1 else ''}, "
                  f"{declared} declared")
-    return line
+    return f"{line}; {result.runs_ended_early()}"
 
 
 def depth_line(result: CampaignResult) -> str:
@@ -131,10 +128,10 @@ def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
 def finding_details(args: argparse.Namespace, result: CampaignResult, number: int, finding: Finding,
                     trace: Path | None, trace_problem: str | None) -> str:
     """Everything a person (or a CI log) needs about one divergence class."""
-    status = ("DECLARED: " + "; ".join(entry.reason for entry in finding.declared)
+    status = ("DECLARED: " + "; ".join(dict.fromkeys(entry.reason for entry in finding.declared))
               if finding.declared else "not declared")
     lines = [f"class {number} of {len(result.findings)}: {finding.label} ({status})", finding.summary]
-    if finding.kind == ERROR:
+    if finding.kind == FindingKind.HARNESS_ERROR:
         lines.append("(this failure was raised inside duespec, by the oracle or the harness, not "
                      "by a comparison with the target; Hypothesis's report follows)")
         lines.append(finding.failure)
@@ -148,11 +145,11 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
     elif trace_problem:
         lines.append(f"trace not written: {trace_problem}")
     # A failure that needs the runs before it: replaying its trace on a fresh target passes.
-    history = finding.divergence_class is not None and finding.divergence_class.kind == NOT_REPRODUCIBLE
+    history = finding.divergence_class is not None and finding.divergence_class.kind == FindingKind.NOT_REPRODUCIBLE
     if history:
         lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
                      "so the conform command below reproduces it and replaying the trace does not)")
-    elif finding.kind == LEAK:
+    elif finding.kind == FindingKind.STATE_SURVIVES_RESET:
         shown, said = fresh_replay(args, trace) if trace is not None else (False, "no trace was written")
         history = not shown
         if shown:
@@ -163,7 +160,7 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
                 said = "both runs of the trace pass, so the leak needs more runs before it than the trace's two"
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
-    elif trace is not None and finding.kind != ERROR:
+    elif trace is not None and finding.kind != FindingKind.HARNESS_ERROR:
         # The replay command is printed only if it fails: a target that answered these steps
         # alike twice in the campaign, and right on a fresh start (one that kept its first
         # config, say), kept something from before the campaign's reset.
@@ -181,8 +178,9 @@ def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str
     rows = [("#", "class", "requirements", "steps", "status", "trace")]
     for number, (finding, trace) in enumerate(zip(result.findings, traces), 1):
         found = finding.divergence_class
+        sets = result.masks.requirement_sets_of(found) if found and result.masks else [found.requirements] if found else []
         rows.append((str(number), found.label().rsplit(" [", 1)[0] if found else finding.kind,
-                     ", ".join(found.requirements) if found and found.requirements else "-",
+                     " | ".join(", ".join(ids) or "-" for ids in sets) or "-",
                      str(len(finding.counterexample)),
                      "declared" if finding.declared else "NOT DECLARED", str(trace or "-")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -217,16 +215,24 @@ def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[st
     return details
 
 
-def preflight(system: System, factory: TargetFactory, profile: str) -> None:
+def preflight(system: System, factory: TargetFactory, profile: str, observe: str = "state") -> bool:
     """Start one instance before the campaign, so a target that cannot even start is reported
-    as unusable (exit 2) instead of as a counterexample of zero steps."""
+    as unusable (exit 2) instead of as a counterexample of zero steps. Whether its whole
+    state is compared: `state` requires observe(), `none` never calls it, and `auto`
+    compares it when observe() answers and falls back to a response-only check when it
+    cannot (a server without duespec's snapshot)."""
     try:
         target = factory()
         target.reset(system.config(profile))
-        target.observe()
-        close = getattr(target, "close", None)
-        if close is not None:
-            close()
+        try:
+            if observe != "none":
+                target.observe()
+        except TargetError:
+            if observe == "state" or system.probes is None:
+                raise
+            observe = "none"
+        close_target(target)
+        return observe != "none"
     except TargetError as error:
         raise UsageError(f"target unusable: {error}") from None
     except Exception as error:  # a Python target's constructor or reset may raise anything
@@ -266,18 +272,24 @@ def main(args: argparse.Namespace) -> int:
     reports: list[dict] = []
     try:
         database = parallel.open_database_of(args)
-        preflight(system, factory, profiles[0])
+        if args.observe == "none" and system.probes is None:
+            raise UsageError(f"{system.name} has no public reads to check a target without its state by")
+        observe = preflight(system, factory, profiles[0], args.observe)
+        if not observe:
+            print(f"response-only: every answer is compared, and the state through the public reads of "
+                  f"what each step touched, not whole; not seen that way: {system.blind_spots}", flush=True)
         jobs = parallel.effective_jobs(args.jobs, args.target, factory, parallel.say)
         runs = [(profile, False) for profile in profiles]
         if args.long_run:
             runs += [(profile, True) for profile in profiles]
         for profile, long in runs:
             if long:
-                result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed)
+                result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed,
+                                  observe=observe)
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
                 result = parallel.run_chunks(
-                    system, factory, parallel.spec_from_args(args, profile), seed=args.seed,
+                    system, factory, parallel.spec_from_args(args, profile, observe), seed=args.seed,
                     examples=args.examples, jobs=jobs, shard=args.shard, declared=declared, scope=scope,
                     database=database, progress_every=args.progress)
             print(verdict_line(result, args.target), flush=True)
@@ -324,7 +336,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Exit 0: conforms; 1: a divergence (its shrunk counterexample is written "
                     "as a trace); 2: bad usage or an unusable target.",
         epilog='example: duespec conform duebook --target "stdio:node examples/node-duebook/duebook.js"')
-    parser.add_argument("system", choices=NAMES)
+    parser.add_argument("system", type=system_argument)
     parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
     add_campaign_options(parser)
     parser.set_defaults(run=main)
@@ -342,6 +354,11 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                         help="scale of the deep runs mixed into the campaign (hundreds of ids, "
                              "a large book; see docs/operations.md): 0 for none, 2 for twice "
                              "as large (default 1)")
+    parser.add_argument("--observe", choices=("auto", "state", "none"), default="auto",
+                        help="compare the target's whole state after every step (state), or check "
+                             "it through public reads of what each step touched, every answer "
+                             "compared (none: a server that cannot show its state); auto (the "
+                             "default) compares the state when the target's observe() answers")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duespec.campaigns.classes import RESPONSE, STATE, covers
+from duespec.judge import FindingKind
 
 if TYPE_CHECKING:
     from duespec.systems import System
 
 REQUIREMENT_ID = re.compile(r"^[A-Z]{1,4}-\d{2,3}$")
-PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\])*$")
+PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\*?\])*$")
 KEYS = {"reason", "op", "requirement", "response", "state", "profile"}
 
 
@@ -39,19 +39,19 @@ class DeclaredError(ValueError):
 @dataclass(frozen=True)
 class Declared:
     reason: str
-    #: RESPONSE or STATE.
-    where: str
+    #: FindingKind.RESPONSE or FindingKind.STATE.
+    where: FindingKind
     path: str
     op: str | None = None
     requirement: str | None = None
     profile: str | None = None
 
-    def matches(self, kind: str, op: str, requirements: tuple[str, ...], path: str,
+    def matches(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str,
                 profile: str) -> bool:
         return (kind == self.where and (self.op is None or op == self.op)
                 and (self.requirement is None or self.requirement in requirements)
                 and (self.profile is None or profile == self.profile)
-                and covers(self.path, path))
+                and path == self.path)
 
     def describe(self) -> str:
         scope = " ".join(part for part in (
@@ -96,13 +96,14 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
     reason = entry.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise fail('needs a "reason": a non-empty string saying why the difference is accepted')
-    places = [key for key in (RESPONSE, STATE) if key in entry]
+    places = [key for key in (FindingKind.RESPONSE, FindingKind.STATE) if key in entry]
     if len(places) != 1:
         raise fail('needs exactly one of "response" or "state": the JSON path that may differ, '
                    'e.g. response = "$.status" or state = "$.schedules[].nextRunAt"')
     path = entry[places[0]]
     if not isinstance(path, str) or not PATH.match(path):
         raise fail(f"{places[0]} path {path!r} is not a path like $, $.status or $.open[].due_at")
+    path = path.replace("[*]", "[]")  # any element of a list, as differing paths are written
     op, requirement, profile = entry.get("op"), entry.get("requirement"), entry.get("profile")
     if op is not None and op not in system.operations:
         raise fail(f"{system.name} has no op {op!r}; known: {', '.join(system.operations)}")

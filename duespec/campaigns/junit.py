@@ -16,7 +16,7 @@ from pathlib import Path
 
 from duespec import outputs
 
-from duespec.campaigns.run import DIVERGENCE, CampaignResult
+from duespec.campaigns.run import CampaignResult
 
 #: Characters XML 1.0 cannot carry at all, not even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -67,17 +67,18 @@ def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], st
     properties: list[tuple[str, object]] = [("examples", result.examples), ("steps", result.steps),
                                             ("seed", result.seed), ("profile", result.profile)]
     if not result.findings:
-        tag = "passed" if result.ok else ("failure" if result.failure_kind == DIVERGENCE else "error")
+        outcome = result.failure_kind.outcome if result.failure_kind else "error"
+        tag = "passed" if result.ok else ("failure" if outcome == "divergence" else "error")
         return [(case, campaign, properties, tag, "" if result.ok else case.details or result.failure or "",
-                 result.failure_kind or "error")]
+                 outcome)]
     entries = []
     for index, finding in enumerate(result.findings):
         text = case.finding_details[index] if index < len(case.finding_details) else finding.failure
-        tag = "passed" if finding.declared else ("failure" if finding.kind == DIVERGENCE else "error")
+        tag = "passed" if finding.declared else ("failure" if finding.kind.outcome == "divergence" else "error")
         entries.append((case, f"{campaign} class {finding.label}",
-                        [*properties, ("kind", finding.kind), ("counterexample_steps", len(finding.counterexample)),
+                        [*properties, ("kind", finding.kind.outcome), ("counterexample_steps", len(finding.counterexample)),
                          ("declared", "; ".join(e.reason for e in finding.declared) or "no")],
-                        tag, text, finding.kind))
+                        tag, text, finding.kind.outcome))
     return entries
 
 

@@ -28,10 +28,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from duespec.campaigns.classes import RESPONSE, STATE, DivergenceClass, Masks, differing_paths, requirements_of
-from duespec.campaigns.lockstep import Divergence
+from duespec.campaigns.classes import Masks
+from duespec.judge import Difference, Divergence, DivergenceClass, Masked, StepJudge
 from duespec.coverage import isolated
-from duespec.targets.interface import Json, TargetFactory, comparable, responses_agree, same_json
+from duespec.targets.interface import Json, TargetFactory, close_quietly
 
 #: Replayed steps allowed, as a multiple of the shrunk run's length.
 REPLAY_STEP_BUDGET_FACTOR = 40
@@ -70,88 +70,51 @@ class _Budget:
 
 def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
                    requests: list[tuple[str, Json, Json]], masks: Masks | None,
-                   every_state: bool) -> tuple[list[dict[str, Json]], Divergence] | None:
+                   every_state: bool, observe: bool = True) -> tuple[list[dict[str, Json]], Difference] | None:
     """Run `requests` ((op, args, now) each) from a reset on a fresh oracle and target, as
-    the lockstep machine does; return the steps up to the first unmasked difference and
-    that difference, or None when there is none (or the target raised, or a masked state
-    difference ended the run, as it ends a campaign's run)."""
+    the lockstep machine does, each step judged; return the steps up to the first unmasked
+    difference (a raise included) and that difference, or None when there is none (or a
+    masked difference ended the run, as it ends a campaign's run)."""
     with isolated() as tags:
-        return _replay(oracle_factory, target_factory, config, requests, masks, every_state, tags)
-
-
-def _replay(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
-            requests: list[tuple[str, Json, Json]], masks: Masks | None, every_state: bool,
-            tags: Any) -> tuple[list[dict[str, Json]], Divergence] | None:
-    oracle = oracle_factory()
-    target = None
-    steps: list[dict[str, Json]] = []
-    try:
-        oracle.reset(dict(config))
-        target = target_factory()
-        target.reset(dict(config))
-        last = len(requests) - 1
-        masked_response_at = -1
-        for index, (op, args, now) in enumerate(requests):
-            tags.clear()
-            expected = oracle.step(op, args, now)  # type: ignore[arg-type]
-            requirements = requirements_of(tags)
-            step = {"i": index, "op": op, "args": args, "now": now, "result": expected}
-            steps.append(step)
-            actual = target.step(op, args, now)  # type: ignore[arg-type]
-            if type(actual) is not dict:
-                return None
-            if not same_json(expected, actual) and not responses_agree(expected, actual):
-                found = _classified(masks, RESPONSE, op, requirements, comparable(expected), comparable(actual))
-                if found is not None:
-                    return steps, Divergence(step, RESPONSE, comparable(expected), comparable(actual), found,
-                                             (expected.get("message"), actual.get("message")),
-                                             getattr(target, "last_exchange", None))
-                masked_response_at = index
-            if every_state or index == last:
-                want, got = oracle.observe(), target.observe()
-                if not same_json(want, got):
-                    found = _classified(masks, STATE, op, requirements, want, got)
-                    if found is None or masked_response_at == index:
-                        return None  # a masked state difference ends a campaign's run
-                    # The exchange that showed it (a program over the wire): as the campaign prints it.
-                    return steps, Divergence(step, STATE, want, got, found, (None, None),
-                                             getattr(target, "last_exchange", None))
-    except Exception:  # a target that raises on the way is another failure: not this one
-        return None
-    finally:
-        for side in (oracle, target):
-            close = getattr(side, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:
-                    pass
+        oracle, target = oracle_factory(), None
+        try:
+            target = target_factory()
+            judge = StepJudge(oracle, target, masks=masks, tags=tags, observe=observe)
+            at_reset = judge.reset(config)
+            if at_reset is not None:
+                return ([], at_reset) if type(at_reset) is Difference else None
+            last = len(requests) - 1
+            for index, (op, args, now) in enumerate(requests):
+                _, verdict = judge.step(op, args, now)  # type: ignore[arg-type]
+                if verdict is None or (type(verdict) is Masked and not verdict.ends_run):
+                    if every_state or index == last:
+                        verdict = judge.state()
+                if type(verdict) is Difference:
+                    return judge.steps, verdict
+                if verdict is not None and verdict.ends_run:
+                    return None  # a masked difference that ends a campaign's run
+        except Exception:  # the target's factory, or the oracle, raised: no verdict on the steps
+            return None
+        finally:
+            close_quietly(oracle)
+            close_quietly(target)
     return None
-
-
-def _classified(masks: Masks | None, kind: str, op: str, requirements: tuple[str, ...],
-                expected: Json, actual: Json) -> DivergenceClass | None:
-    paths = differing_paths(expected, actual) or ["$"]
-    if masks is None:
-        return DivergenceClass(kind, op, requirements, paths[0], tuple(paths))
-    found, _ = masks.classify(kind, op, requirements, paths)
-    return found
 
 
 def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
              steps: list[dict[str, Any]], wanted: DivergenceClass, masks: Masks | None = None,
-             *, max_seconds: float = MAX_SECONDS) -> Minimised | None:
+             *, max_seconds: float = MAX_SECONDS, observe: bool = True) -> Minimised | None:
     """The shortest run this pass finds whose first difference is of class `wanted`, or
     None when it found none shorter than `steps` (or `steps` does not show `wanted` when
     replayed on its own)."""
-    if wanted.kind not in (RESPONSE, STATE) or len(steps) < 2:
+    if not wanted.kind.compared or len(steps) < 2:
         return None
     budget = _Budget(max(MIN_REPLAY_STEPS, REPLAY_STEP_BUDGET_FACTOR * len(steps)), max_seconds)
 
-    def fails(requests: list[tuple[str, Json, Json]], every_state: bool) -> tuple[list[Any], Divergence] | None:
+    def fails(requests: list[tuple[str, Json, Json]], every_state: bool) -> tuple[list[Any], Difference] | None:
         budget.replays += 1
         budget.used += len(requests)
-        got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state)
+        got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state, observe)
         if got is None or got[1].divergence_class != wanted:
             return None
         return got
@@ -201,4 +164,4 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
     final = fails(current, every_state)  # once more, as the pass judged it
     if final is None or len(final[0]) != len(current):
         return None
-    return Minimised(final[0], final[1], budget.replays, budget.used)
+    return Minimised(final[0], Divergence(final[1]), budget.replays, budget.used)

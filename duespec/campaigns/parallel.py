@@ -142,6 +142,8 @@ class CampaignSpec:
     ops: tuple[str, ...] | None = None
     skip_ops: tuple[str, ...] | None = None
     database: str | None = "none"
+    #: False: the target has no observe(); its state is read through the system's probes.
+    observe: bool = True
 
 
 # -- one chunk ------------------------------------------------------------------------
@@ -153,7 +155,7 @@ def run_chunk(system: System, factory: TargetFactory, spec: CampaignSpec, chunk:
         spec.system, spec.profile, spec.target, spec.steps, spec.depth, scope)) if database is not None else None)
     result = run_campaign(system, factory, profile=spec.profile, seed=chunk.seed, examples=chunk.examples,
                           step_count=spec.steps, declared=declared, max_classes=spec.max_classes,
-                          scope=scope, depth=spec.depth, progress=progress,
+                          scope=scope, depth=spec.depth, progress=progress, observe=spec.observe,
                           database=campaign_db.bind if campaign_db is not None else None)
     mark_chunk(result, chunk.index, campaign_db.stats if campaign_db is not None else None)
     return result
@@ -346,7 +348,7 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
     return merged
 
 
-def spec_from_args(args: argparse.Namespace, profile: str) -> CampaignSpec:
+def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True) -> CampaignSpec:
     from duespec.targets.stdio import START_TIMEOUT
 
     return CampaignSpec(
@@ -354,7 +356,7 @@ def spec_from_args(args: argparse.Namespace, profile: str) -> CampaignSpec:
         start_timeout=max(args.timeout, START_TIMEOUT), profile=profile, steps=args.steps,
         depth=args.depth, max_classes=args.max_classes, declared=args.declared,
         ops=tuple(args.ops) if args.ops else None, skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
-        database=_database_spec(args))
+        database=_database_spec(args), observe=observe)
 
 
 def _database_spec(args: argparse.Namespace) -> str:

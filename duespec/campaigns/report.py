@@ -14,6 +14,7 @@ the machine's tests, not of a campaign against a target.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from contextlib import suppress
@@ -33,6 +34,11 @@ DEFINED_ID = re.compile(r"^[\s#*|>\-]*\**([A-Z]{1,4}-\d{2,3})\b", re.MULTILINE)
 
 
 def catalogue_text(name: str) -> str:
+    """A catalogue of duespec.spec by its file name, or one kept elsewhere by its absolute
+    path (a system plugged in from outside duespec keeps its own)."""
+    if os.path.isabs(name):
+        with open(name, encoding="utf-8") as file:
+            return file.read()
     return resources.files("duespec.spec").joinpath(name).read_text(encoding="utf-8")
 
 

@@ -18,17 +18,19 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from duespec.targets.interface import Json, Target, TargetFactory, comparable, same_json
+from duespec.campaigns.minimise import replay_failure
+from duespec.judge import Difference
+from duespec.targets.interface import Json, Target, TargetFactory, close_quietly, comparable, same_json
 
 
 @dataclass(frozen=True)
 class Probe:
     #: The first step whose answer (or state after it) differed between the two passes.
     leak: str | None
-    #: The second pass still differs from the model somewhere.
-    reproduces: bool
+    #: The judge's first difference when the steps are taken once more beside the model,
+    #: after the two passes; None when the target agrees with the model throughout.
+    reproduced: Difference | None
     #: Index of the step where the two passes first differ.
     leak_step: int | None = None
     #: What the target answered there in each pass, and the model: kept in the trace header.
@@ -36,21 +38,23 @@ class Probe:
 
 
 def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json],
-          steps: list[dict[str, Json]]) -> Probe:
+          steps: list[dict[str, Json]], observe: bool = True) -> Probe:
+    """`observe`: whether the target's state is compared (False for a target with no
+    observe(): its answers alone make the transcripts)."""
     target = factory()
-    first = transcript(target, config, steps)
+    first = transcript(target, config, steps, observe)
     if first and "raised" in first[-1]:  # a program that failed is restarted by its factory
-        _close(target)
+        close_quietly(target)
         target = factory()
-    second = transcript(target, config, steps)
-    _close(target)
-    model = oracle()
-    expected = transcript(model, config, steps)
-    _close(model)
-    reproduces = not same_json(second, expected)
+    second = transcript(target, config, steps, observe)
+    # The third pass on the same target, beside the model: replay_failure closes both.
+    judged = replay_failure(oracle, lambda: target, config,
+                            [(step["op"], step["args"], step["now"]) for step in steps], None, True, observe)
+    reproduced = judged[1] if judged is not None else None
     for index, (one, two) in enumerate(zip(first, second)):
         if not same_json(one, two):
             step = steps[index]
+            expected = step.get("result")
             where = (f"step {step['i']}: {step['op']} {json.dumps(step['args'], sort_keys=True)} "
                      f"at now={step['now']}")
             return Probe(
@@ -59,15 +63,20 @@ def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json]
                 f"depend on chance)\n  {where}\n"
                 f"    first run:              {_dump(one)}\n"
                 f"    after one more reset:   {_dump(two)}\n"
-                f"    the model:              {_dump(expected[index] if index < len(expected) else None)}",
-                reproduces, index,
+                f"    the model:              {_dump(_model_entry(expected))}",
+                reproduced, index,
                 {"step": step["i"], "first_run": one, "after_one_more_reset": two,
-                 "model": expected[index] if index < len(expected) else None})
+                 "model": _model_entry(expected)})
     if len(first) != len(second):
         return Probe(f"the same {len(steps)} steps, run twice with a reset before each, ran "
                      f"{len(first)} and {len(second)} steps: the target's state survives reset",
-                     reproduces, min(len(first), len(second)))
-    return Probe(None, reproduces)
+                     reproduced, min(len(first), len(second)))
+    return Probe(None, reproduced)
+
+
+def _model_entry(result: Json) -> Json:
+    """The model's answer to a step, as a transcript entry shows an answer."""
+    return {"response": comparable(result)} if isinstance(result, dict) else None
 
 
 def leak_trace(steps: list[dict[str, Json]], config: dict[str, Json]) -> list[dict[str, Json]]:
@@ -79,7 +88,8 @@ def leak_trace(steps: list[dict[str, Json]], config: dict[str, Json]) -> list[di
     return [*steps, {"reset": dict(config)}, *again]
 
 
-def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]]) -> list[Json]:
+def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Json]],
+               observe: bool = True) -> list[Json]:
     """Per step: the response (prose left out) and a digest of the state after it; a call
     that raises ends the transcript with what it raised. A digest, not the state: a run
     that fills a book with thousands keeps thousands of states, each of thousands."""
@@ -89,7 +99,7 @@ def transcript(target: Target, config: dict[str, Json], steps: list[dict[str, Js
         for step in steps:
             response = target.step(step["op"], step["args"], step["now"])
             answers.append({"response": comparable(response) if isinstance(response, dict) else response,
-                            "state": state_digest(target.observe())})
+                            "state": state_digest(target.observe()) if observe else None})
     except Exception as error:  # what the target raised is part of its answer
         answers.append({"raised": type(error).__name__})
     return answers
@@ -103,15 +113,6 @@ def state_digest(state: Json) -> str:
     except (TypeError, ValueError):
         text = repr(state)
     return f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
-
-
-def _close(target: Any) -> None:
-    close = getattr(target, "close", None)
-    if close is not None:
-        try:
-            close()
-        except Exception:  # closing a target that already failed says nothing new
-            pass
 
 
 def _dump(value: Json) -> str:

@@ -32,29 +32,18 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
-from duespec.campaigns.classes import (
-    STATE_SURVIVES_RESET,
-    TARGET_RAISED,
-    DivergenceClass,
-    Masks,
-)
-from duespec.campaigns.lockstep import Divergence, TargetRaised, lockstep
+from duespec.campaigns.classes import Masks
+from duespec.campaigns.lockstep import lockstep
 from duespec.campaigns.minimise import minimise
 from duespec.campaigns.reset_leak import leak_trace, probe
 from duespec.campaigns.scope import Scope
 from duespec.coverage import collecting
 from duespec.systems import System
+from duespec.judge import Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
 from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
-
-#: How a campaign failed: the target answered differently, could not answer at all (or
-#: raised), answered according to earlier runs, or something else raised (an oracle
-#: invariant, a bug in the harness or the model).
-DIVERGENCE, TARGET_ERROR, LEAK, ERROR = "divergence", "target_error", "state_survives_reset", "error"
-#: The class kind of a failure that does not reproduce on the target.
-NOT_REPRODUCIBLE = "target not reproducible"
 
 
 @dataclass(frozen=True)
@@ -73,7 +62,7 @@ ProgressCallback = Callable[[CampaignProgress], None]
 class Finding:
     """One divergence class, with the shrunk run that shows it."""
 
-    kind: str
+    kind: FindingKind
     divergence_class: DivergenceClass | None
     #: What went wrong, for people (Hypothesis's printed program left out).
     summary: str
@@ -107,8 +96,8 @@ class CampaignResult:
     counterexample: list[dict[str, Any]] = field(default_factory=list)
     #: The config every run was reset with (a trace header needs it).
     config: dict[str, Any] = field(default_factory=dict)
-    #: DIVERGENCE, TARGET_ERROR, LEAK or ERROR when the campaign failed.
-    failure_kind: str | None = None
+    #: The first undeclared finding's kind when the campaign failed.
+    failure_kind: FindingKind | None = None
     #: The failure without Hypothesis's printed program: what went wrong, for people.
     failure_summary: str | None = None
     #: Every class found, declared ones included, in the order found.
@@ -120,7 +109,7 @@ class CampaignResult:
     searches: int = 1
     #: Why the search stopped before finding nothing new, if it did.
     stopped: str | None = None
-    #: Per run, the sizes it reached (LockstepMachine.depth_reached): how deep it went.
+    #: Per run, the sizes it reached (ProtocolMachine.depth_reached): how deep it went.
     depths: list[dict[str, int]] = field(default_factory=list)
     #: Seconds into the campaign when the first failing run ended (before shrinking).
     first_failure_seconds: float | None = None
@@ -129,14 +118,24 @@ class CampaignResult:
     def ok(self) -> bool:
         return self.failure is None
 
+    def runs_ended_early(self) -> str:
+        """How many runs ended before their last step, and why: for the verdict line."""
+        ended = self.masks.runs_ended if self.masks is not None else Counter()
+        total = sum(ended.values())
+        if not total:
+            return "0 runs ended early"
+        reasons = [f"{count:,} {label}" for label, count in ended.most_common(3)]
+        more = f"; and {len(ended) - 3} more reasons under 'not compared'" if len(ended) > 3 else ""
+        return f"{total:,} runs ended early ({'; '.join(reasons)}{more})"
+
     def not_compared(self) -> list[str]:
         """What the campaign did not compare, for the report: never silently dropped."""
         lines: list[str] = []
         if self.masks is not None:
             lines += [f"{count:,} steps: a difference not compared ({label})"
                       for label, count in self.masks.skipped.most_common()]
-            lines += [f"{count:,} runs ended at a masked difference, the steps after it not taken "
-                      f"({label})" for label, count in self.masks.runs_ended.most_common()]
+            lines += [f"{count:,} runs ended early, the steps after it not taken ({label})"
+                      for label, count in self.masks.runs_ended.most_common()]
         if self.scope is not None:
             lines.append(self.scope.describe())
         return lines
@@ -147,15 +146,19 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  oracle: TargetFactory | None = None,
                  progress: ProgressCallback | None = None,
                  declared: Iterable[Any] = (), max_classes: int = 1,
-                 scope: Scope | None = None, depth: float = 1.0,
+                 scope: Scope | None = None, depth: float = 1.0, observe: bool = True,
                  database: Callable[[Masks], Any] | None = None) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` divergence classes (1: stop at the first failure).
 
     `progress`, when given, is called as each run starts (it decides how often to speak).
-    `depth` scales the deep runs the machine mixes in (0: none). `database`, when given,
-    makes the Hypothesis example database of a search from the masks in force
+    `depth` scales the deep runs the machine mixes in (0: none). `observe=False` checks a
+    target that has no observe(): every response is compared, and its state is read
+    through the system's public reads (System.probes) after every rule instead. `database`,
+    when given, makes the Hypothesis example database of a search from the masks in force
     (duespec.campaigns.database): saved failures are replayed before new generation."""
+    if not observe and system.probes is None:
+        raise ValueError(f"{system.name} has no public reads to check a target without observe() by")
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
@@ -164,7 +167,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     oracle = oracle or system.model
     machine = lockstep(system.machine, oracle, target, config, masks,
                        scope.excluded_rules if scope else frozenset(),
-                       scope.excluded_ops if scope else frozenset(), depth)
+                       scope.excluded_ops if scope else frozenset(), depth,
+                       probes=None if observe else system.probes)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
@@ -214,13 +218,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
-                finding = _finding(error, list(machine.last_steps), oracle, target, run_config)
-                finding.config = run_config
-                if finding.kind == DIVERGENCE and finding.divergence_class is not None:
-                    _minimise(finding, oracle, target, masks)
+                finding = finding_of(error, list(machine.last_steps), oracle, target, run_config, observe)
+                if finding.kind.compared and finding.divergence_class is not None:
+                    _minimise(finding, oracle, target, masks, observe)
             findings.append(finding)
             found = finding.divergence_class
-            if finding.kind not in (DIVERGENCE, TARGET_ERROR) or found is None:
+            if finding.kind.outcome not in ("divergence", "target_error") or found is None:
                 break  # nothing to mask: a leak, a failure that does not reproduce, duespec's own
             if any(found == other.divergence_class for other in findings[:-1]):
                 stopped = f"the class {found.label()} was found again although masked"
@@ -246,11 +249,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     )
 
 
-def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks) -> None:
+def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks,
+              observe: bool = True) -> None:
     """Replace a finding's shrunk run by a shorter one of the same class, if the trace
     minimiser (duespec.campaigns.minimise) finds one; its text then names the new step."""
     assert finding.divergence_class is not None
-    shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks)
+    shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks,
+                       observe=observe)
     if shorter is None:
         return
     before = len(finding.counterexample)
@@ -288,38 +293,37 @@ def without_local_constants() -> Iterator[None]:
             providers.CONSTANTS_CACHE.cache.clear()
 
 
-def _finding(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,
-             target: TargetFactory, config: dict[str, Any]) -> Finding:
-    """Classify what Hypothesis raised, after checking on the target that it is the
-    target's answer to these steps and not to the runs before them."""
+def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,
+               target: TargetFactory, config: dict[str, Any], observe: bool = True) -> Finding:
+    """Classify what a failing run raised, after checking on the target that it is the
+    target's answer to these steps and not to the runs before them (reset_leak)."""
     notes = "\n".join(getattr(error, "__notes__", []))
     summary = f"{type(error).__name__}: {error}"
     failure = summary + (f"\n{notes}" if notes else "")
-    if isinstance(error, Divergence):
-        kind, found = DIVERGENCE, error.divergence_class
-    elif isinstance(error, TargetRaised):
-        kind, found = TARGET_ERROR, error.divergence_class
-    elif isinstance(error, TargetError):
-        op = steps[-1]["op"] if steps else "reset"
-        kind, found = TARGET_ERROR, DivergenceClass(TARGET_RAISED, op, (), type(error).__name__)
+    if isinstance(error, (Divergence, TargetRaised)):
+        found: DivergenceClass | None = error.divergence_class
+    elif isinstance(error, TargetError):  # no answer at all, outside a step the judge saw
+        found = raised_verdict(steps[-1] if steps else None, steps[-1]["op"] if steps else "reset",
+                               error).divergence_class  # type: ignore[union-attr]
     elif isinstance(error, Flaky):
         # The model is deterministic: inputs that fail and then pass are the target's doing.
-        kind, found = TARGET_ERROR, None
+        found = None
     else:
-        return Finding(ERROR, None, summary, failure, steps)
-    checked = probe(oracle, target, config, steps) if steps else None
+        return Finding(FindingKind.HARNESS_ERROR, None, summary, failure, steps, config=config)
+    checked = probe(oracle, target, config, steps, observe) if steps else None
     if checked is not None and checked.leak is not None:
         at = steps[checked.leak_step or 0]
-        leak = DivergenceClass(STATE_SURVIVES_RESET, at["op"], (), "$")
+        leak = DivergenceClass(FindingKind.STATE_SURVIVES_RESET, at["op"], (), "$")
         text = f"target bug: {checked.leak}"
-        return Finding(LEAK, leak, text, f"{text}\n(found as: {summary})", steps, evidence=checked.evidence)
-    if found is None or (checked is not None and not checked.reproduces and kind == DIVERGENCE):
+        return Finding(leak.kind, leak, text, f"{text}\n(found as: {summary})", steps, config=config,
+                       evidence=checked.evidence)
+    if found is None or (checked is not None and checked.reproduced is None and found.kind.compared):
         op = steps[-1]["op"] if steps else "reset"
         text = (f"target bug: the target's answers are not reproducible: the failing run "
                 f"({len(steps)} steps) passes when replayed from a reset ({summary})")
-        return Finding(TARGET_ERROR, DivergenceClass(NOT_REPRODUCIBLE, op, (), "$"), text,
-                       f"{text}\n{failure}", steps)
-    return Finding(kind, found, summary, failure, steps)
+        return Finding(FindingKind.NOT_REPRODUCIBLE, DivergenceClass(FindingKind.NOT_REPRODUCIBLE, op, (), "$"),
+                       text, f"{text}\n{failure}", steps, config=config)
+    return Finding(found.kind, found, summary, failure, steps, config=config)
 
 
 def positive_int(text: str) -> int:
@@ -393,14 +397,14 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         raise OSError(f"no free trace name for {stem} in {folder}")
     extra: dict[str, Any] = {
         "target": target, "target_identity": identity,
-        "failure_kind": finding.kind if finding else result.failure_kind,
+        "failure_kind": kind.outcome if (kind := finding.kind if finding else result.failure_kind) else None,
         "failure": ((finding.summary if finding else result.failure_summary) or result.failure or "")[:2000]}
     if finding is not None and finding.divergence_class is not None:
         extra["divergence_class"] = finding.divergence_class.to_json()
         if finding.declared:
             extra["declared"] = [entry.describe() for entry in finding.declared]
     config = finding.config if finding is not None and finding.config else result.config
-    if finding is not None and finding.kind == LEAK:
+    if finding is not None and finding.kind == FindingKind.STATE_SURVIVES_RESET:
         steps = leak_trace(steps, config)
         if finding.evidence is not None:
             extra["leak_evidence"] = finding.evidence

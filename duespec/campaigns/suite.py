@@ -16,7 +16,7 @@ from duespec.campaigns.merge import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT
 from duespec.prove import all_proofs, render
 from duespec.spec.proofs import decide
-from duespec.systems import NAMES, get_system
+from duespec.systems import BUILT_IN, get_system
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def campaign_all(seed: int, examples: int, steps: int, args: argparse.Namespace 
                  reports: list[dict] | None = None) -> list[Line]:
     lines = []
     database = parallel.open_database_of(args) if args is not None else None
-    for name in NAMES:
+    for name in BUILT_IN:
         system = get_system(name)
         for profile in system.profiles:
             if args is None:

@@ -80,7 +80,7 @@ def export_lines(path: str) -> tuple[list[str], int]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
     from duespec.outputs import AtomicFile
     from duespec.traces.format import TraceError
 

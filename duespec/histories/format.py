@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from duespec.limits import InputError, open_regular, parse_json, read_line
-from duespec.systems import NAMES, get_system
+from duespec.systems import get_system, names
 
 Json = Any
 
@@ -120,8 +120,8 @@ def _header(value: Json, where: str) -> HistoryHeader:
         raise HistoryError(where, 1, f"history format version {value['duespec_history']!r}; this "
                                      f"duespec reads version {FORMAT_VERSION}")
     system = value.get("system")
-    if system not in NAMES:
-        raise HistoryError(where, 1, f"unknown system {system!r}; known: {', '.join(NAMES)}")
+    if system not in names():
+        raise HistoryError(where, 1, f"unknown system {system!r}; known: {', '.join(names())}")
     clock = value.get("clock")
     if clock not in CLOCKS:
         raise HistoryError(where, 1, f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")

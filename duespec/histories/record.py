@@ -453,7 +453,7 @@ async def run(args: argparse.Namespace, ready: Callable[[str], None]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
 
     try:
         return asyncio.run(run(args, lambda line: print(line, flush=True)))
@@ -462,7 +462,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from duespec.cli import seconds
+    from duespec.exits import seconds
 
     parser = subparsers.add_parser(
         "record", help="a recording HTTP proxy: live traffic to a Resonate server as a history",

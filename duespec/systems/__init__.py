@@ -1,15 +1,50 @@
-"""The systems duespec specifies, each described once for the harness."""
+"""The systems duespec checks, each described once for the harness: the registry.
+
+A system is one `System` object; everything the harness knows of it is reachable from
+there, and no generic module names one. duespec ships two (BUILT_IN). More are plugged in
+without changing duespec: DUESPEC_SYSTEMS names each one's `module:attribute`
+(comma-separated), the module importable as a target's is (docs/architecture.md shows a
+whole system written that way).
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import os
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from duespec.campaigns.lockstep import LockstepMachine
+from duespec.exits import UsageError
+from duespec.systems.machine import ProtocolMachine
 from duespec.targets.interface import TargetFactory
 
-NAMES = ("duebook", "schedules")
+#: The systems duespec ships: name -> the module whose SYSTEM describes it.
+BUILT_IN = {"duebook": "duespec.systems.duebook", "schedules": "duespec.systems.schedules"}
+#: The environment variable that plugs in more systems: `module:attribute` of a System each,
+#: comma-separated.
+SYSTEMS_VARIABLE = "DUESPEC_SYSTEMS"
+
+#: A step and the model's state after it -> the public reads (op, args) that show what the
+#: step touched: how a target with no observe() has its state checked.
+Probes = Callable[[dict[str, Any], dict[str, Any]], list[tuple[str, dict[str, Any]]]]
+
+#: A long run's next call: (rng, the model's state as of the last comparison, now) ->
+#: (op, args, now).
+Workload = Callable[[random.Random, dict[str, Any], int], tuple[str, dict[str, Any], int]]
+
+
+@dataclass(frozen=True)
+class LongRun:
+    """A system's `conform --long-run N` (duespec.campaigns.long_run): a seeded random
+    workload of mostly successful calls, run far past where a Hypothesis run goes."""
+
+    call: Workload
+    #: The profile's config -> the long run's.
+    config: Callable[[dict[str, Any]], dict[str, Any]]
+    #: The clock's first instant.
+    start_now: int
 
 
 @dataclass(frozen=True)
@@ -22,8 +57,9 @@ class System:
     model: TargetFactory
     impl: TargetFactory
     #: Rules of the lockstep machine (the campaign binds oracle and target).
-    machine: type[LockstepMachine]
-    #: Requirement catalogue in duespec.spec, for the coverage report.
+    machine: type[ProtocolMachine]
+    #: Requirement catalogue, for the coverage report: a file name in duespec.spec, or the
+    #: absolute path of a catalogue kept elsewhere (a system plugged in from outside).
     catalogue: str
     #: Each op with its argument names, as docs/operations.md lists them.
     operations: dict[str, tuple[str, ...]]
@@ -53,6 +89,18 @@ class System:
     #: puts the whole requirement out of the profile's reach, a tag ("ENV-01.lease") one
     #: branch; a required tag out of a profile's reach is not required in that profile.
     out_of_reach: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The workload of `conform --long-run`, None if the system has none.
+    long_run: LongRun | None = None
+    #: Whether a target may be an HTTP server (`http://HOST:PORT`, duespec.wire.http_target):
+    #: only a system whose ops are Resonate's have that wire.
+    http_targets: bool = False
+    #: The module in duespec.spec whose PROOFS `duespec prove` runs, None if none.
+    proofs: str | None = None
+    #: The public reads that check a target with no observe() (`conform --observe none`),
+    #: and what they cannot show (printed with the coverage report); None: every target
+    #: must have observe().
+    probes: Probes | None = None
+    blind_spots: str = ""
 
     def reasons_in(self, profile: str) -> dict[str, str]:
         """Requirement ID -> why a campaign in `profile` does not reach it."""
@@ -79,7 +127,63 @@ class ImpliedState(Protocol):
         """The observable state the responses so far imply, in observe()'s canonical form."""
 
 
+def names() -> tuple[str, ...]:
+    """Every system's name: the built-in ones, then those DUESPEC_SYSTEMS plugs in."""
+    return (*BUILT_IN, *_plugged())
+
+
+def system_argument(text: str) -> str:
+    """argparse type for a SYSTEM argument: a known system's name, else an error naming
+    the known ones (and why DUESPEC_SYSTEMS could not be read, if it could not)."""
+    try:
+        known = names()
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"unknown system {text!r}; known: {', '.join(known)}")
+    return text
+
+
 def get_system(name: str) -> System:
-    if name not in NAMES:
-        raise KeyError(f"unknown system {name!r}; known: {', '.join(NAMES)}")
-    return importlib.import_module(f"duespec.systems.{name}").SYSTEM
+    """The system called `name`; KeyError naming the known ones when there is none."""
+    if name in BUILT_IN:
+        return importlib.import_module(BUILT_IN[name]).SYSTEM
+    plugged = _plugged()
+    if name in plugged:
+        return plugged[name]
+    raise KeyError(f"unknown system {name!r}; known: {', '.join(names())}")
+
+
+_loaded: dict[str, dict[str, System]] = {}
+
+
+def _plugged() -> dict[str, System]:
+    """The systems DUESPEC_SYSTEMS names, loaded once per value of the variable; a name
+    that cannot be loaded, is no System or takes a name already taken is a UsageError."""
+    value = os.environ.get(SYSTEMS_VARIABLE, "")
+    if value not in _loaded:
+        found: dict[str, System] = {}
+        for spec in filter(None, (part.strip() for part in value.split(","))):
+            system = _load(spec)
+            if system.name in BUILT_IN or system.name in found:
+                raise UsageError(f"{SYSTEMS_VARIABLE}: {spec} is a system named {system.name!r}, "
+                                 f"a name already taken")
+            found[system.name] = system
+        _loaded[value] = found
+    return _loaded[value]
+
+
+def _load(spec: str) -> System:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"{SYSTEMS_VARIABLE}: {spec!r} is not module:attribute (e.g. mypkg.counter:SYSTEM)")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # what importing someone's module raised is theirs to fix
+        raise UsageError(f"{SYSTEMS_VARIABLE}: cannot import {module_name!r}: "
+                         f"{type(error).__name__}: {error}") from None
+    system = getattr(module, attribute, None)
+    if not isinstance(system, System):
+        raise UsageError(f"{SYSTEMS_VARIABLE}: {spec} is {type(system).__name__}, not a "
+                         f"duespec.systems.System")
+    return system

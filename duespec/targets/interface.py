@@ -9,6 +9,7 @@ it arrives with every step, as in the Lean handlers `Req -> now -> M Res`.
 from __future__ import annotations
 
 import marshal
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 Json = Any
@@ -18,7 +19,13 @@ PROSE_KEYS = frozenset({"message"})
 
 
 class Target(Protocol):
-    """Porcupine-sized: start fresh, take a step, show your state."""
+    """Porcupine-sized: start fresh, take a step, show your state.
+
+    The three methods below are all a target must have. `TargetBase` names the optional
+    hooks, each with what it is for and its default; a target may subclass it or just
+    define the hooks it has. The harness reads the optional hooks only through the
+    functions at the end of this module (`close_target`, `exchange_of`, `fast_checks`),
+    never by probing a target itself."""
 
     def reset(self, config: dict[str, Json]) -> None:
         """Discard everything and start a fresh instance configured by `config`."""
@@ -29,8 +36,70 @@ class Target(Protocol):
     def observe(self) -> dict[str, Json]:
         """The whole observable state in canonical form (lists sorted, JSON only)."""
 
+
+class TargetBase:
+    """The optional hooks of a target, with their defaults."""
+
+    #: What went over the wire for the latest step (an HTTP target's request and response
+    #: bodies), shown under a difference at that step; None: nothing to show.
+    last_exchange: str | None = None
+
     def close(self) -> None:
-        """Optional: release whatever the target holds (files, processes)."""
+        """Release whatever the target holds (files, processes, connections). Default:
+        nothing to release."""
+
+    # The two fast checks below are trusted only from duespec's own adapters (the
+    # judge's one rule, duespec.judge.trusts): they let a deep state or a long trace be
+    # checked without building every answer. Default: not offered.
+    state_is: Callable[[Json], bool] | None = None
+    """`state_is(want)`: whether observe() would give `want` exactly, told without
+    building it; False whenever unsure, and the caller observes and compares."""
+
+    recorded_step_checker: Callable[[Any], Callable[[dict[str, Json]], Json]] | None = None
+    """`recorded_step_checker(implied)`: a function that takes a recorded step (with its
+    `result`), applies it, and returns None when the answer is that result exactly
+    (applying it to `implied`, a tracker of the implied state, if any), else the answer."""
+
+
+@dataclass(frozen=True)
+class FastChecks:
+    """A target's own fast checks (TargetBase.state_is, recorded_step_checker)."""
+
+    state_is: Callable[[Json], bool] | None
+    make_step_checker: Callable[[Any], Callable[[dict[str, Json]], Json]] | None
+
+    def step_checker(self, implied: Any) -> Callable[[dict[str, Json]], Json] | None:
+        return self.make_step_checker(implied) if self.make_step_checker is not None else None
+
+
+def fast_checks(target: Target) -> FastChecks | None:
+    """The fast checks a target offers, or None; whether to trust them is the judge's call."""
+    state_is = getattr(target, "state_is", None)
+    checker = getattr(target, "recorded_step_checker", None)
+    if not callable(state_is) and not callable(checker):
+        return None
+    return FastChecks(state_is if callable(state_is) else None, checker if callable(checker) else None)
+
+
+def exchange_of(target: Target) -> str | None:
+    """What the target says went over the wire for its latest step, if it says."""
+    exchange = getattr(target, "last_exchange", None)
+    return exchange if isinstance(exchange, str) else None
+
+
+def close_target(target: Target | None) -> None:
+    """Call the target's close(), if it has one; what it raises is the caller's to judge."""
+    close = getattr(target, "close", None)
+    if callable(close):
+        close()
+
+
+def close_quietly(target: Target | None) -> None:
+    """Close a target whose failure is already known: what closing raises says nothing new."""
+    try:
+        close_target(target)
+    except Exception:
+        pass
 
 
 TargetFactory = Callable[[], Target]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from duespec.systems import NAMES, get_system
+from duespec.systems import BUILT_IN, get_system
 from duespec.traces.format import Call, Json, TraceError, TraceHeader, read_trace, record, write_trace
 
 
@@ -154,7 +154,7 @@ def corpus_scenarios() -> list[Scenario]:
     return _duebook_scenarios() + _schedules_scenarios()
 
 
-def write_corpus(root: str | os.PathLike[str], systems: Iterable[str] = NAMES) -> list[Path]:
+def write_corpus(root: str | os.PathLike[str], systems: Iterable[str] = tuple(BUILT_IN)) -> list[Path]:
     """(Re)record every scenario of `systems` from the model into root/<system>/<name>.jsonl.
 
     A file whose header and steps would come out the same is left alone, so re-recording
@@ -192,7 +192,7 @@ def _same_trace(path: Path, header: TraceHeader, steps: list[dict[str, Json]]) -
 if __name__ == "__main__":  # python -m duespec.traces.corpus [ROOT] [SYSTEM...]: re-record the corpus
     import sys
 
-    changed = write_corpus(sys.argv[1] if len(sys.argv) > 1 else "traces", sys.argv[2:] or NAMES)
+    changed = write_corpus(sys.argv[1] if len(sys.argv) > 1 else "traces", sys.argv[2:] or tuple(BUILT_IN))
     for written_path in changed:
         print(f"wrote {written_path}")
     print(f"{len(changed)} trace(s) written; the others are unchanged")

@@ -20,7 +20,7 @@ import orjson
 from duespec.limits import (MAX_DEPTH, MAX_LINE_BYTES, ORJSON_SHAPE, ORJSON_UNSAFE, InputError, check_line_length,
                             open_regular, parse_json, read_line, text_problem)
 from duespec.outputs import AtomicFile
-from duespec.systems import NAMES, get_system
+from duespec.systems import get_system, names
 
 Json = Any
 
@@ -84,8 +84,8 @@ class TraceHeader:
                 raise fail(f'missing key "{key}"')
         system, profile, config = value["system"], value["profile"], value["config"]
         seed, producer, created = value["seed"], value["producer"], value["created"]
-        if not isinstance(system, str) or system not in NAMES:
-            raise fail(f"unknown system {json.dumps(system)}; known: {', '.join(NAMES)}")
+        if not isinstance(system, str) or system not in names():
+            raise fail(f"unknown system {json.dumps(system)}; known: {', '.join(names())}")
         if not isinstance(profile, str) or not profile:
             raise fail(f'"profile" must be a non-empty string, got {_kind(profile)}')
         if not isinstance(config, dict):

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from duespec.limits import MAX_LINE_BYTES
 from duespec.targets.interface import Json, TargetError
-from duespec.targets.resolve import deadline
+from duespec.targets.deadline import deadline
 from duespec.wire.envelope import (
     PROTOCOL_VERSION, ProtocolViolation, check_envelope, op_envelope, op_response,
 )

@@ -213,7 +213,7 @@ class _OneLine(logging.Handler):
 
 
 def main(args: argparse.Namespace) -> int:
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
 
     if not getattr(args, "debug", False):
         for name in ("aiohttp.server", "aiohttp.web", "aiohttp.access", "asyncio"):

@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from duespec.cli import EXIT_HOLDS, EXIT_USAGE, seconds
-from duespec.systems import NAMES
+from duespec.exits import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.systems import system_argument
 from duespec.targets.interface import TargetError
-from duespec.targets.resolve import deadline
+from duespec.targets.deadline import deadline
 from duespec.targets.stdio import DEFAULT_TIMEOUT
 from duespec.traces.format import TraceError
 from duespec.traces.itf.export import export_itf
@@ -98,7 +98,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", default=None, help="where to write (default: beside FILE)")
     parser.add_argument("--mapping", metavar="FILE.toml", default=None,
                         help="import: a TOML file holding any of the options below; flags add to it")
-    parser.add_argument("--system", choices=NAMES, default=None, help="import: the system the spec models")
+    parser.add_argument("--system", type=system_argument, default=None, help="import: the system the spec models")
     parser.add_argument("--profile", default=None, help="import: spec reading (default: the system's first)")
     parser.add_argument("--config", default=None, help="import: the config as a JSON object")
     parser.add_argument("--arg", action="append", metavar="[OP.]PICK=ARG",

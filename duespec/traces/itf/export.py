@@ -16,7 +16,7 @@ from duespec.limits import LimitExceeded
 from duespec.outputs import AtomicFile
 from duespec.systems import get_system
 from duespec.targets.interface import TargetError
-from duespec.targets.resolve import deadline
+from duespec.targets.deadline import deadline
 from duespec.traces.format import TraceError, is_reset, read_trace
 from duespec.traces.itf.values import (ACTION_TAKEN, FORMAT_DESCRIPTION, NONDET_PICKS, NONE, RESULT_VAR, Json,
                                        action_name, to_itf)

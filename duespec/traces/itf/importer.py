@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 from duespec import __version__
 from duespec.limits import MAX_ITF_DEPTH, InputError, open_regular, parse_json, read_document
 from duespec.outputs import check_output
-from duespec.systems import NAMES, get_system
+from duespec.systems import get_system, names
 from duespec.traces.format import TraceError, TraceHeader, check_step, write_trace
 from duespec.traces.itf.recipe import TIME_SOURCE_WORDS, ForeignStep, ImportRecipe, RecipeError, load_hook, time_source
 from duespec.traces.itf.values import (ACTION_TAKEN, NONDET_PICKS, NONE, RESULT_VAR, Json, action_name, from_itf,
@@ -69,9 +69,9 @@ def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, pro
     recorded = meta.get("duespec") if isinstance(meta.get("duespec"), dict) else {}
     name = system or recorded.get("system")
     if name is None:
-        raise TraceError(where, None, f"which system is this trace of? pass --system ({', '.join(NAMES)})")
-    if name not in NAMES:
-        raise TraceError(where, None, f"unknown system {name!r}; known: {', '.join(NAMES)}")
+        raise TraceError(where, None, f"which system is this trace of? pass --system ({', '.join(names())})")
+    if name not in names():
+        raise TraceError(where, None, f"unknown system {name!r}; known: {', '.join(names())}")
     descriptor = get_system(name)
     chosen = profile or recorded.get("profile") or descriptor.profiles[0]
     if chosen not in descriptor.profiles:

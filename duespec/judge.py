@@ -1,0 +1,513 @@
+"""The judge: the one place where a target's step is compared with what was expected of
+it, and a difference is classified and named.
+
+Every path that checks a target asks the judge: a campaign's lockstep runs, the
+minimiser's replays, a long run, `duespec replay` and the reset-leak probe. So they
+cannot disagree on what counts as a difference, which class it is, which requirement IDs
+it names, where a target raised, or whether a target's own fast checks are trusted.
+
+A step's verdict is one of:
+
+- None: the answer (or the state after the step) agrees;
+- a `Difference`: what differs, as a class (kind, op, requirement IDs, first differing
+  path), both sides, and what went over the wire;
+- a `Masked`: a difference the campaign no longer fails on (a class it already found, a
+  declared difference), with the labels of what masked it and whether the run ends there.
+
+A class is `(kind, op, requirement IDs, path)`:
+
+- kind: a `FindingKind`: `response` (the step's answer differs), `state` (the whole
+  observable state after the step differs), `target raised` (the target raised or could
+  not answer at all), `state survives reset` (the target answers the same steps
+  differently after a reset), `target not reproducible`;
+- op: the operation of the step where it showed;
+- requirement IDs: the spec/*.md requirements whose branches the model took in that step
+  (from its coverage tags, e.g. D-09.expired -> D-09), sorted;
+- path: the first differing JSON path, list indices written `[]` so that the same field
+  of any element is one path (`$.status`, `$.ok[].expires_at`); a list of another
+  length, a missing or an extra key is the path of the list or key.
+
+A `target raised` class is where the target raised rather than where the model was: the
+exception's type and the innermost frame of the target's code (`ZeroDivisionError at
+book.py:56`; just the type for a program that died or a call past its deadline).
+
+About 500 lines, on purpose in one module: every verdict and how it reads, in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Callable, Iterable, Protocol
+
+from duespec.jsondiff import differing_paths, dump, state_diff
+from duespec.targets.interface import (
+    PROSE_KEYS,
+    Json,
+    Target,
+    TargetError,
+    comparable,
+    exchange_of,
+    fast_checks,
+    responses_agree,
+    same_json,
+)
+
+#: Innermost traceback frames shown when a target raises.
+SHOWN_FRAMES = 4
+
+
+class FindingKind(StrEnum):
+    """Every kind of finding, in campaigns, reports, JUnit and trace headers alike."""
+
+    RESPONSE = "response"
+    STATE = "state"
+    TARGET_RAISED = "target raised"
+    STATE_SURVIVES_RESET = "state survives reset"
+    NOT_REPRODUCIBLE = "target not reproducible"
+    #: Something inside duespec raised (a model invariant, a harness bug): no target's finding.
+    HARNESS_ERROR = "error"
+
+    @property
+    def outcome(self) -> str:
+        """How a campaign that found it failed, as reports and trace headers spell it:
+        the target answered differently (`divergence`), could not answer or is not
+        deterministic (`target_error`), answered after earlier runs
+        (`state_survives_reset`), or duespec itself failed (`error`)."""
+        return _OUTCOMES[self]
+
+    @property
+    def compared(self) -> bool:
+        """A difference between two answers or states (what the minimiser can shorten)."""
+        return self in (FindingKind.RESPONSE, FindingKind.STATE)
+
+
+_OUTCOMES = {
+    FindingKind.RESPONSE: "divergence", FindingKind.STATE: "divergence",
+    FindingKind.TARGET_RAISED: "target_error", FindingKind.NOT_REPRODUCIBLE: "target_error",
+    FindingKind.STATE_SURVIVES_RESET: "state_survives_reset", FindingKind.HARNESS_ERROR: "error",
+}
+
+
+def requirement_of(tag: str) -> str:
+    """"D-09.not_due" -> "D-09"."""
+    return tag.split(".", 1)[0]
+
+
+def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({requirement_of(tag) for tag in tags}))
+
+
+@dataclass(frozen=True)
+class DivergenceClass:
+    """What makes two failures of a target "the same difference": one cause, one class.
+    A campaign reports each class once, with its own shrunk counterexample. The
+    requirement IDs are those of the counterexample's step; the same difference reached
+    through other requirements is the same class (the campaign lists every set it saw)."""
+
+    kind: FindingKind
+    op: str
+    requirements: tuple[str, ...] = field(compare=False)
+    path: str
+    #: Every path that differed at the class's step (masking covers them all).
+    paths: tuple[str, ...] = field(default=(), compare=False)
+
+    def label(self) -> str:
+        requirements = ", ".join(self.requirements) or "no requirement reached"
+        return f"{self.kind} {self.op} {self.path} [{requirements}]"
+
+    def masks(self, kind: str, op: str, path: str) -> bool:
+        """Whether a later difference is this class again: a raise at the same site, or the
+        same kind and op at one of the paths that differed here (or under one)."""
+        if kind == FindingKind.TARGET_RAISED:
+            return self.kind == FindingKind.TARGET_RAISED and path == self.path
+        return (kind == self.kind and op == self.op
+                and any(covers(mine, path) for mine in self.paths or (self.path,)))
+
+    def to_json(self) -> dict[str, Json]:
+        return {"kind": str(self.kind), "op": self.op, "requirements": list(self.requirements),
+                "path": self.path}
+
+
+def covers(pattern: str, path: str) -> bool:
+    """`$.schedules` covers `$.schedules[].nextRunAt`; `$` covers everything."""
+    return (path == pattern or pattern == "$"
+            or (path.startswith(pattern) and path[len(pattern)] in ".["))
+
+
+# --- what a difference is, and how it reads ---
+
+@dataclass
+class Difference:
+    """One step's difference: its class, both sides, and how it showed."""
+
+    divergence_class: DivergenceClass
+    #: The step as recorded ({"i", "op", "args", "now", "result"}); None for a reset.
+    step: dict[str, Json] | None
+    expected: Json = None
+    actual: Json = None
+    #: The model's and the target's prose (`message`), which comparisons leave out.
+    messages: tuple[Json, Json] = (None, None)
+    #: What the target says went over the wire for the step (an HTTP target's bodies).
+    exchange: str | None = None
+    #: For `target raised`: what was raised, and its innermost frames.
+    raised: str | None = None
+    frames: tuple[str, ...] = ()
+    #: Set when the target's state had already differed at declared paths earlier in the
+    #: run: this difference may follow from that one (what masked it, and since which step).
+    after_declared: str | None = None
+
+    @property
+    def kind(self) -> FindingKind:
+        return self.divergence_class.kind
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return self.divergence_class.requirements
+
+    @property
+    def path(self) -> str:
+        return self.divergence_class.path
+
+    def describe(self, *, with_requirements: bool = True) -> str:
+        """The difference for people: where, the requirements, both sides or what was raised."""
+        if self.raised is not None:
+            lines = [where_of(self.step), f"  target raised {self.raised}"]
+            if self.frames:
+                lines.append("  innermost frames:")
+                lines.extend(f"    {frame}" for frame in self.frames)
+            text = "\n".join(lines)
+        else:
+            text = describe_divergence(self.step, self.kind, self.expected, self.actual,
+                                       self.requirements if with_requirements else None,
+                                       self.messages, self.exchange)
+        if self.after_declared is not None:
+            text += (f"\n  (the target's state had already differed from the model's at declared "
+                     f"paths, {self.after_declared}: this difference may follow from that one)")
+        return text
+
+
+class Divergence(AssertionError):
+    """The target answered differently: a lockstep run fails with this."""
+
+    def __init__(self, difference: Difference):
+        self.difference = difference
+        super().__init__(difference.describe())
+
+    @property
+    def divergence_class(self) -> DivergenceClass:
+        return self.difference.divergence_class
+
+
+class TargetRaised(TargetError):
+    """A target call raised (an in-process target) or got no answer (a program): the
+    target's failure, never duespec's, with the exception's type, message and frames."""
+
+    def __init__(self, difference: Difference):
+        super().__init__(difference.describe())
+        self.difference = difference
+
+    @property
+    def divergence_class(self) -> DivergenceClass:
+        return self.difference.divergence_class
+
+
+#: How a mask's label starts: a declared difference, or a class the campaign already found.
+DECLARED, FOUND = "declared: ", "found: "
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A difference the campaign no longer fails on."""
+
+    #: What masked each differing place (DECLARED ..., FOUND ...).
+    labels: tuple[str, ...]
+    #: Nothing after it can be compared: a found class's state difference (or the state
+    #: after its response), a target that raised. A declared difference never ends a run:
+    #: what it does not name is still compared, at this step and every later one.
+    ends_run: bool
+    #: The masks covered differing places, which count as not compared; False for a run
+    #: ended by a masked difference's consequence or a masked raise.
+    skipped: bool = True
+
+    @property
+    def declared(self) -> bool:
+        """Every place it masked is a declared difference."""
+        return all(label.startswith(DECLARED) for label in self.labels)
+
+
+Verdict = Difference | Masked | None
+
+
+class MaskPolicy(Protocol):
+    """What a campaign no longer fails on (duespec.campaigns.classes.Masks)."""
+
+    def classify(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
+                 paths: list[str]) -> tuple[DivergenceClass | None, list[str]]:
+        """The class of a difference at `paths`, None when every path is masked, and the
+        labels of the masks that covered the others."""
+
+    def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
+        """The label of what masks this one place (DECLARED ..., FOUND ...), or None."""
+
+
+# --- the verdicts ---
+
+def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, actual: Json,
+                     requirements: tuple[str, ...], masks: MaskPolicy | None = None, *,
+                     after_masked_response: str | None = None,
+                     messages: tuple[Json, Json] = (None, None), exchange: str | None = None) -> Verdict:
+    """The verdict on two answers (kind RESPONSE, prose already left out) or two states
+    (STATE) known to differ.
+
+    Masks are exact: a declared difference masks the places it names and nothing else,
+    so whatever else differs in the answer or the state is judged as ever, and the run
+    goes on past it. A found class (the campaign already fails on it) ends the run at a
+    state difference: nothing after it could be compared honestly. `after_masked_response`:
+    the label of a found class that let this step's response go uncompared; a state that
+    differs after it is that class's consequence, not a new class, and ends the run."""
+    paths = differing_paths(expected, actual) or ["$"]
+    if masks is None:
+        found: DivergenceClass | None = DivergenceClass(kind, step["op"], requirements, paths[0], tuple(paths))
+    else:
+        found, labels = masks.classify(kind, step["op"], requirements, paths)
+        if found is None:
+            masked = Masked(tuple(labels), ends_run=False)
+            if kind == FindingKind.STATE and not masked.declared:
+                return Masked(masked.labels, ends_run=True)
+            return masked
+        if kind == FindingKind.STATE and after_masked_response is not None:
+            return Masked((after_masked_response,), ends_run=True, skipped=False)
+    return Difference(found, step, expected, actual, messages, exchange)
+
+
+def response_verdict(step: dict[str, Json], expected: dict[str, Json], actual: Json,
+                     requirements: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
+                     masks: MaskPolicy | None = None, exchange: str | None = None) -> Verdict:
+    """Does the target's answer agree with the expected one? Prose (`message`) is left out,
+    numbers keep their JSON type; an answer that is no JSON object is the target's
+    failure. `requirements` may be a function, called only when the answers differ (the
+    usual step pays nothing for it)."""
+    if answers_agree(expected, actual):
+        return None
+    wanted = requirements() if callable(requirements) else requirements
+    wrong = not_an_answer(actual)
+    if wrong is not None:
+        return raised_verdict(step, step["op"], wrong, wanted, masks)
+    return compared_verdict(FindingKind.RESPONSE, step, comparable(expected), comparable(actual), wanted, masks,
+                            messages=(expected.get("message"), actual.get("message")), exchange=exchange)
+
+
+def answers_agree(expected: dict[str, Json], actual: Json) -> bool:
+    """Whether two answers agree, prose aside. The usual cases cost no copy: equal and of
+    the same JSON types (same_json, in C), or the same error with a message beside it."""
+    if same_json(expected, actual):
+        return True
+    if type(actual) is not dict:
+        return False
+    error = expected.get("error") if type(expected) is dict and len(expected) == 1 else None
+    if (type(error) is str and type(actual.get("error")) is str and actual["error"] == error
+            and actual.keys() <= _ERROR_KEYS):
+        return True  # the same error, with a message for people beside it
+    return responses_agree(expected, actual)
+
+
+_ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
+
+
+def state_verdict(step: dict[str, Json], expected: Json, actual: Json,
+                  requirements: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
+                  masks: MaskPolicy | None = None, *, after_masked_response: str | None = None,
+                  exchange: str | None = None) -> Verdict:
+    """Does the target's whole observable state after `step` agree with the expected one?"""
+    if same_json(expected, actual):
+        return None
+    return compared_verdict(FindingKind.STATE, step, expected, actual,
+                            requirements() if callable(requirements) else requirements, masks,
+                            after_masked_response=after_masked_response, exchange=exchange)
+
+
+def raised_verdict(step: dict[str, Json] | None, op: str, error: BaseException,
+                   requirements: tuple[str, ...] = (), masks: MaskPolicy | None = None) -> Difference | Masked:
+    """The target raised, or could not answer: its failure, classified by where it raised.
+    A masked one ends the run (what the target holds after it is unknown)."""
+    type_name, message, frames, site = exception_details(error)
+    found = DivergenceClass(FindingKind.TARGET_RAISED, op, requirements if step else (), site, (site,))
+    if masks is not None:
+        label = masks.mask_of(FindingKind.TARGET_RAISED, op, found.requirements, site)
+        if label is not None:
+            return Masked((label,), ends_run=True, skipped=False)
+    return Difference(found, step, raised=f"{type_name}: {message}", frames=tuple(frames))
+
+
+def not_an_answer(response: Json) -> TargetError | None:
+    """Why a step's return value is no answer at all (not a JSON object), or None."""
+    if type(response) is dict:
+        return None
+    return TargetError(f"step returned {type(response).__name__}, not a JSON object: {dump(repr(response))}")
+
+
+def trusts(target: Target) -> bool:
+    """The one rule for a target's own fast checks (`state_is`, `recorded_step_checker`):
+    only duespec's own adapters, defined under duespec.systems, are trusted to say that
+    their answer or state is the expected one without building it. Anything else is
+    observed and compared, so no outside code can vouch for itself."""
+    return type(target).__module__.startswith("duespec.systems.")
+
+
+# --- one step on both sides ---
+
+class StepJudge:
+    """An oracle and a target taking the same steps, each step judged.
+
+    The lockstep machine, the minimiser's replays and a long run drive this; `duespec
+    replay` (whose expected answers are recorded) and the reset-leak probe call the
+    verdict functions above directly. `tags` is a coverage counter the oracle's steps
+    fill (duespec.coverage), from which a difference's requirement IDs come."""
+
+    def __init__(self, oracle: Target, target: Target, *, masks: MaskPolicy | None = None,
+                 tags: Counter[str] | None = None, observe: bool = True) -> None:
+        self.oracle, self.target, self.masks, self.tags = oracle, target, masks, tags
+        #: Whether the target's whole state is compared (False: a response-only check of a
+        #: target that has no observe(), whose state the campaign reads through public ops).
+        self.observe = observe
+        self.steps: list[dict[str, Json]] = []
+        #: The oracle's coverage tags in the latest step.
+        self.latest_tags: tuple[str, ...] = ()
+        #: (step index, label) of the latest response a found class kept from being compared.
+        self.masked_response: tuple[int, str] = (-1, "")
+        #: Since which step, and by what, the target's state has differed at declared paths.
+        self.declared_state: str | None = None
+        self._observed: dict[str, Json] = {}
+        self._observed_at = -1
+        self._fast = fast_checks(target) if trusts(target) else None
+        #: The target's own fused step check, made at each reset (it holds the target's state).
+        self.check: Callable[[dict[str, Json]], Json] | None = None
+
+    def reset(self, config: dict[str, Json]) -> Difference | Masked | None:
+        """Both sides start afresh from `config` (before the first step too); a target whose
+        reset fails is judged."""
+        self.oracle.reset(dict(config))
+        self._observed_at = -1  # the oracle's state changed with no step taken
+        self.declared_state = None
+        try:
+            self.target.reset(dict(config))
+        except Exception as error:
+            return raised_verdict(None, "reset", error, masks=self.masks)
+        if self._fast is not None:  # it holds the target's state, which reset replaced
+            self.check = self._fast.step_checker(None)
+        return None
+
+    def requirements(self) -> tuple[str, ...]:
+        return requirements_of(self.latest_tags)
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> tuple[dict[str, Json], Verdict]:
+        """Take one step on both sides; the oracle's response, and the verdict on the target's."""
+        tags = self.tags
+        if tags is not None:
+            tags.clear()
+        expected = self.oracle.step(op, args, now)
+        step = {"i": len(self.steps), "op": op, "args": args, "now": now, "result": expected}
+        self.steps.append(step)
+        if tags is not None:
+            self.latest_tags = tuple(tags)
+        check = self.check
+        try:
+            actual = self.target.step(op, args, now) if check is None else check(step)
+        except Exception as error:
+            return expected, self._noted(raised_verdict(step, op, error, self.requirements(), self.masks))
+        if actual is None and check is not None:
+            return expected, None  # the target's own adapter found its answer equal to this one
+        verdict = response_verdict(step, expected, actual, self.requirements, self.masks, exchange_of(self.target))
+        if type(verdict) is Masked and not verdict.declared:
+            self.masked_response = (step["i"], verdict.labels[0])
+        return expected, self._noted(verdict)
+
+    def oracle_state(self) -> dict[str, Json]:
+        """The oracle's observable state after the latest step, observed once per step."""
+        if self._observed_at != len(self.steps):
+            self._observed, self._observed_at = self.oracle.observe(), len(self.steps)
+        return self._observed
+
+    def state(self) -> Verdict:
+        """The verdict on the target's whole observable state after the latest step (None
+        in a response-only check: nothing to compare)."""
+        if not self.steps or not self.observe:
+            return None
+        step = self.steps[-1]
+        expected = self.oracle_state()
+        state_is = self._fast.state_is if self._fast else None
+        try:
+            if state_is is not None and state_is(expected):
+                return None
+            actual = self.target.observe()
+        except Exception as error:
+            return self._noted(raised_verdict(step, step["op"], error, self.requirements(), self.masks))
+        index, label = self.masked_response
+        verdict = state_verdict(step, expected, actual, self.requirements, self.masks,
+                                after_masked_response=label if index == step["i"] else None,
+                                exchange=exchange_of(self.target))
+        if type(verdict) is Masked and verdict.declared and self.declared_state is None:
+            self.declared_state = f"since step {step['i']} ({verdict.labels[0]})"
+        return self._noted(verdict)
+
+    def _noted(self, verdict: Verdict) -> Verdict:
+        """A difference found after the target's state had differed at declared paths says so."""
+        if type(verdict) is Difference and self.declared_state is not None:
+            verdict.after_declared = self.declared_state
+        return verdict
+
+
+# --- how a difference reads ---
+
+def describe_divergence(step: dict[str, Json] | None, kind: str, expected: Json, actual: Json,
+                        requirements: tuple[str, ...] | None = None,
+                        messages: tuple[Json, Json] = (None, None),
+                        exchange: str | None = None) -> str:
+    """`exchange`: what the target says went over the wire for the step (an HTTP target's
+    request and response bodies), shown under the difference."""
+    lines = [where_of(step)]
+    if requirements is not None:
+        lines.append(f"  requirements of the step: {', '.join(requirements) or 'none reached'}")
+    if kind == FindingKind.RESPONSE:
+        lines += [f"  expected response: {dump(expected)}", f"  actual response:   {dump(actual)}"]
+    else:
+        lines.append("  state differs after the step:")
+        lines += ["    " + line for line in state_diff(expected, actual)]
+    if messages != (None, None):
+        lines.append(f"  model message:  {dump(messages[0])}")
+        lines.append(f"  target message: {dump(messages[1])}")
+    if exchange is not None:
+        lines.append("  " + exchange.replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
+def where_of(step: dict[str, Json] | None) -> str:
+    if step is None:
+        return "reset (before the first step)"
+    return f"step {step['i']}: {step['op']} {dump(step['args'])} at now={step['now']}"
+
+
+def exception_details(error: BaseException) -> tuple[str, str, list[str], str]:
+    """Type name, message, innermost frames and raise site (type and innermost frame) of
+    what a target raised; a TargetError that wraps a Python exception (the in-process
+    boundary) is described by what it wraps."""
+    if isinstance(error, TargetError) and error.exc_type:  # what the in-process boundary caught
+        site = error.exc_type
+        if error.frames:
+            where, _, _ = error.frames[-1].rpartition(" in ")
+            site += f" at {os.path.basename(where)}"
+        return error.exc_type, error.exc_message, list(error.frames), site
+    inner = error.__cause__ if isinstance(error, TargetError) and error.__cause__ is not None else error
+    # A TargetError of duespec's own (a program that died, a deadline) has no frames worth showing.
+    own = isinstance(inner, TargetError)
+    frames = traceback.extract_tb(inner.__traceback__)[-SHOWN_FRAMES:] if inner.__traceback__ and not own else []
+    shown = [f"{frame.filename}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
+             for frame in frames]
+    site = type(inner).__name__
+    if frames:
+        site += f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}"
+    return type(inner).__name__, str(error), shown, site

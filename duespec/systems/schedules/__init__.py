@@ -1,0 +1,51 @@
+"""Resonate schedules for the harness, a room per idea:
+
+- adapter.py: the model and the implementation behind the JSON contract (config_of, the
+  store reopened as a restarted server would);
+- ops.py: the op table and every value the campaign sends (docs/operations.md), the cron
+  dialect's strategies among them;
+- machine.py: the lockstep machine's schedule, clock and timeout rules; tasks.py: its
+  promise and task rules;
+- requirements.py: what a default campaign must reach in each profile, and why not;
+- long_run.py: the workload of `conform --long-run`;
+- concurrency.py: what a linearizability search needs.
+
+This module describes the system once (SYSTEM). `duespec.systems.schedules:ModelTarget` and
+`:ImplTarget` name targets on the command line, so both stay importable from here."""
+
+from __future__ import annotations
+
+from duespec.systems import System
+from duespec.systems.schedules.adapter import DEFAULT_RETRY_TIMEOUT, PROFILES, ImplTarget, ModelTarget
+from duespec.systems.schedules.concurrency import CONCURRENCY
+from duespec.systems.schedules.long_run import LONG_RUN
+from duespec.systems.schedules.machine import SchedulesMachine
+from duespec.systems.schedules.reads import BLIND_SPOTS, reads
+from duespec.systems.schedules.ops import OPERATIONS, VALUE_SPACE
+from duespec.systems.schedules.requirements import OUT_OF_REACH, REQUIRED_TAGS
+
+__all__ = ["CONCURRENCY", "SYSTEM", "VALUE_SPACE", "ImplTarget", "ModelTarget", "SchedulesMachine"]
+
+SYSTEM = System(
+    name="schedules",
+    profiles=PROFILES,
+    config=lambda profile: {"profile": profile, "retry_timeout": DEFAULT_RETRY_TIMEOUT},
+    model=ModelTarget,
+    impl=ImplTarget,
+    machine=SchedulesMachine,
+    catalogue="schedules.md",
+    operations=OPERATIONS,
+    state_keys=("promises", "tasks", "schedules", "promiseTimeouts", "taskTimeouts",
+                "scheduleTimeouts", "outbox"),
+    required_tags=REQUIRED_TAGS,
+    optional_args={"schedule.search": ("tags", "limit", "cursor")},
+    out_of_reach=OUT_OF_REACH,
+    tag_catalogues=("cron.md",),
+    seeded_draws_only=True,
+    long_run=LONG_RUN,
+    # Resonate's ops: a Resonate server over HTTP (duespec serve, or the real one) is a target.
+    http_targets=True,
+    proofs="duespec.spec.schedules_z3",
+    probes=reads,
+    blind_spots=BLIND_SPOTS,
+)

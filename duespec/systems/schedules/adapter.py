@@ -1,0 +1,164 @@
+"""Resonate schedules' model and implementation behind the JSON contract of
+docs/operations.md: the config both read, the harness's bound on one step's catch-up, and
+the implementation's store reopened as a restarted server would reopen it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from duespec.impl.schedules import ScheduleServer, occurrences_due
+from duespec.impl.schedules_sql import StoreInUse
+from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
+from duespec.model import schedules as model
+from duespec.model.schedules.clock import MAX_TIME
+from duespec.targets.interface import Json
+
+PROFILES = ("lean", "server", "deployed")
+DEFAULT_RETRY_TIMEOUT = 5000
+
+MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
+
+
+def config_of(config: dict[str, Json]) -> model.Config:
+    """operations.md config: {"profile": "lean" | "server" | "deployed", "retry_timeout": int}."""
+    unknown = set(config) - {"profile", "retry_timeout"}
+    if unknown:
+        raise ValueError(f"schedules config takes profile and retry_timeout, not {sorted(unknown)}")
+    profile = config.get("profile", "lean")
+    retry_timeout = config.get("retry_timeout", DEFAULT_RETRY_TIMEOUT)
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if type(retry_timeout) is not int or not 1 <= retry_timeout <= MAX_TIME:
+        raise ValueError(f"retry_timeout must be an integer in [1, {MAX_TIME}] (0 would re-arm a "
+                         f"retry due at once, forever), got {retry_timeout!r}")
+    return model.Config(retry_timeout=retry_timeout, profile=profile)
+
+
+class ModelTarget:
+    """The reference model behind the JSON contract."""
+
+    def __init__(self) -> None:
+        self.state: model.ServerState | None = None
+        #: observe() of the current state: only step() and reset() change it.
+        self.observed: dict[str, Json] | None = None
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self.state, self.observed = model.new_state(config_of(config)), None
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        assert self.state is not None, "reset() first"
+        if op in ("tick", "schedule.timeout"):
+            refuse_long_catch_up(self.state, op, args, now)
+        self.observed = None
+        return model.step(self.state, op, args, now)
+
+    def observe(self) -> dict[str, Json]:
+        assert self.state is not None, "reset() first"
+        if self.observed is None:
+            self.observed = model.observe(self.state)
+        return self.observed
+
+    def close(self) -> None:
+        self.state = None
+
+
+def refuse_long_catch_up(state: model.ServerState, op: str, args: Json, now: Json) -> None:
+    """LimitExceeded, before the model starts, if this step would fire more than
+    MAX_CATCH_UP_OCCURRENCES occurrences in all (the model runs ~10^4 a second, so a
+    minutely schedule ticked at year 9999 would take days). The model itself has no bound:
+    this is the harness's, documented in README.md ("Limits"); the machine stays far below."""
+    if type(now) is not int or not isinstance(args, dict) or now > MAX_TIME:
+        return  # the contract answers 400 and fires nothing
+    if op == "tick":
+        owed = [state.schedules[id] for id, due in state.schedule_timeouts.items()
+                if due <= now and id in state.schedules]
+    else:
+        found = state.schedules.get(args["id"]) if isinstance(args.get("id"), str) else None
+        owed = [found] if found is not None else []
+    owed = [s for s in owed if s.next_run_at <= now]
+    if sum((now - s.next_run_at) // MINUTE + 1 for s in owed) <= MAX_CATCH_UP_OCCURRENCES:
+        return  # a cron fires at most once a minute: no need to count
+    budget = MAX_CATCH_UP_OCCURRENCES
+    for s in owed:
+        budget -= occurrences_due(s.cron, s.next_run_at, now, budget)
+        if budget < 0:
+            raise LimitExceeded(f"{op} at now={now} would fire more than {MAX_CATCH_UP_OCCURRENCES:,} "
+                                f"schedule occurrences (the limit on one step's catch-up)")
+
+
+#: How often the `server` profile's store file is reopened, in steps (see ImplTarget).
+RESTART_EVERY = 16
+#: Where those store files live: in memory where the machine has a tmpfs (a file store
+#: syncs every commit to disk), else the system's temporary directory.
+STORE_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
+class ImplTarget:
+    """duespec.impl.schedules behind the JSON contract.
+
+    The lean and deployed profiles run on an in-memory store. The server profile, the one
+    that reads like a running server, runs on a store file that is reopened every
+    RESTART_EVERY steps as a restarted server would reopen it: alternately naming its
+    config and naming none (the file keeps its own). Before each reopen a second server
+    must be refused the open file (StoreInUse, naming this process). The answers and the
+    state after a reopen are compared like any others.
+
+    `server` may be a subclass of ScheduleServer: the mutation tests plant bugs that way."""
+
+    def __init__(self, server: type[ScheduleServer] = ScheduleServer) -> None:
+        self.server_class = server
+        self.server: ScheduleServer | None = None
+        self.scratch: str | None = None
+        self.path, self.config, self.steps = ":memory:", model.Config(), 0
+
+    def reset(self, config: dict[str, Json]) -> None:
+        self.close()
+        self.config, self.steps = config_of(config), 0
+        if self.config.profile == "server":
+            self.scratch = tempfile.mkdtemp(prefix="duespec-store-", dir=STORE_DIR)
+            self.path = os.path.join(self.scratch, "store.db")
+        try:
+            self.server = self.open(named=True)
+        except BaseException:  # a server that cannot open leaves no store file behind
+            self.close()
+            raise
+
+    def open(self, *, named: bool) -> ScheduleServer:
+        if not named:
+            return self.server_class(self.path)
+        return self.server_class(self.path, profile=self.config.profile, retry_timeout=self.config.retry_timeout)
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        assert self.server is not None, "reset() first"
+        self.steps += 1
+        if self.scratch is not None and self.steps % RESTART_EVERY == 0:
+            self.restart(named=self.steps % (2 * RESTART_EVERY) == 0)
+        return self.server.handle(op, args, now)
+
+    def restart(self, *, named: bool) -> None:
+        assert self.server is not None
+        try:
+            second = self.open(named=True)
+        except StoreInUse as refused:
+            if f"pid {os.getpid()}" not in str(refused):
+                raise AssertionError(f"StoreInUse does not name the owner (pid {os.getpid()}): {refused}") from None
+        else:
+            second.close()
+            raise AssertionError(f"a second server opened the store file {self.path} while it was open")
+        self.server.close()
+        self.server = None
+        self.server = self.open(named=named)
+
+    def observe(self) -> dict[str, Json]:
+        assert self.server is not None, "reset() first"
+        return self.server.observe()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch, self.path = None, ":memory:"

@@ -1,0 +1,100 @@
+"""What a linearizability search needs of schedules (duespec/systems/concurrent.py)."""
+
+from __future__ import annotations
+
+from duespec.model import schedules as model
+from duespec.systems.concurrent import Concurrency, template_pattern
+from duespec.systems.schedules.adapter import ModelTarget
+from duespec.targets.interface import Json
+
+
+def fork_model(target: ModelTarget) -> ModelTarget:
+    """A copy whose state moves on alone: the state's dicts copied, their values shared.
+    Every value in them is a frozen dataclass, and every effect of model/schedules/state.py
+    replaces an entry rather than editing it, so sharing the values is safe."""
+    assert target.state is not None, "reset() first"
+    s = target.state
+    copy = ModelTarget()
+    copy.state = model.ServerState(
+        config=s.config, promises=dict(s.promises), tasks=dict(s.tasks), schedules=dict(s.schedules),
+        promise_timeouts=dict(s.promise_timeouts), task_timeouts=dict(s.task_timeouts),
+        schedule_timeouts=dict(s.schedule_timeouts), outbox=dict(s.outbox))
+    copy.observed = target.observed
+    return copy
+
+
+def _ids(value: Json, field: str) -> list[str]:
+    if type(value) is not list:
+        raise TypeError(field)
+    out = []
+    for item in value:
+        if type(item) is not dict or type(item.get(field)) is not str:
+            raise TypeError(field)
+        out.append(item[field])
+    return out
+
+
+def concurrent_keys(op: str, args: Json) -> frozenset[str] | None:
+    """The state a call may read or write, by key: a promise and its task share their id
+    ("p:" + id), a schedule is "s:" + id. A promise's settlement reaches its awaiters'
+    tasks and its listeners only through callbacks registered by calls that name both
+    ids (promise.register_callback, task.suspend), so those calls join the two keys.
+    `tick` and the searches read everything: None. A request whose ids cannot be read is
+    None too, though the model would refuse it unread: being wrong here costs speed only."""
+    try:
+        if type(args) is not dict:
+            return None
+        if op in ("promise.create", "promise.get", "promise.settle", "promise.timeout", "task.get",
+                  "task.acquire", "task.fulfill", "task.release", "task.halt", "task.continue"):
+            ids = [args["id"]]
+        elif op == "promise.register_callback":
+            ids = [args["awaited"], args["awaiter"]]
+        elif op == "promise.register_listener":
+            ids = [args["awaited"]]
+        elif op == "task.create":
+            ids = [args["action"]["id"]]
+        elif op == "task.fence":
+            ids = [args["id"], args["action"]["id"]]
+        elif op == "task.heartbeat":
+            ids = _ids(args["tasks"], "id")
+        elif op == "task.suspend":
+            ids = [args["id"], *_ids(args["actions"], "awaited"), *_ids(args["actions"], "awaiter")]
+        elif op in ("schedule.create", "schedule.get", "schedule.delete", "schedule.timeout"):
+            if type(args["id"]) is not str:
+                return None
+            return frozenset({"s:" + args["id"]})
+        else:
+            return None
+    except (KeyError, TypeError):
+        return None
+    if not all(type(id) is str for id in ids):
+        return None
+    return frozenset("p:" + id for id in ids)
+
+
+def concurrent_links(calls: list[tuple[str, Json]]) -> list[tuple[str, str]]:
+    """A schedule joins every promise id its template could expand to: its occurrences
+    create (and so read) those promises (model/schedules/catch_up.py)."""
+    patterns = []
+    for op, args in calls:
+        if op == "schedule.create" and type(args) is dict:
+            pattern = template_pattern(args.get("promiseId"), args.get("id"))
+            if pattern is not None:
+                patterns.append((pattern, "s:" + args["id"]))
+    if not patterns:
+        return []
+    promise_keys = {key for op, args in calls for key in (concurrent_keys(op, args) or ())
+                    if key.startswith("p:")}
+    return [(schedule, key) for pattern, schedule in patterns for key in promise_keys
+            if pattern.fullmatch(key[2:])]
+
+
+def next_timer(observed: dict[str, Json]) -> int | None:
+    """The earliest timeout due in an observed state (promise, task and schedule timeouts)."""
+    due = [t["timeout"] for key in ("promiseTimeouts", "taskTimeouts", "scheduleTimeouts")
+           for t in observed[key]]
+    return min(due) if due else None
+
+
+CONCURRENCY = Concurrency(fork=fork_model, keys=concurrent_keys, links=concurrent_links,
+                          next_timer=next_timer, tick="tick")

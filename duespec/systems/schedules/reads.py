@@ -1,0 +1,48 @@
+"""The public reads that check a Resonate server with no observe() (`conform --observe
+none`, a server without duespec's `debug.snap`).
+
+After every rule, what each step named is read back: the promise of a `promise.*` step
+(and both ends of a callback or listener), the task of a `task.*` step, the schedule of a
+`schedule.*` step, and any promise or task id in its answer. A step of the environment
+(`tick`, a timeout) can touch anything, so after one every promise, task and schedule of
+the model's state is read back. Each read is an ordinary step, its answer judged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Json = Any
+
+#: What the reads cannot show, for the coverage report.
+BLIND_SPOTS = ("the outbox (messages sent to workers), timeouts armed but not yet due, callbacks and listeners "
+               "beyond what promise.get projects, and objects the target holds under ids no step named")
+#: Steps of the environment, which may change any object.
+ENVIRONMENT = ("tick", "schedule.timeout", "promise.timeout")
+GET = {"promise": "promise.get", "task": "task.get", "schedule": "schedule.get"}
+
+
+def reads(step: dict[str, Json], state: dict[str, Json]) -> list[tuple[str, dict[str, Json]]]:
+    op, args, result = step.get("op"), step.get("args"), step.get("result")
+    if op in ENVIRONMENT:
+        return [(GET[kind], {"id": row["id"]}) for kind, key in (("promise", "promises"), ("task", "tasks"),
+                                                                 ("schedule", "schedules"))
+                for row in state.get(key, [])]
+    if not isinstance(op, str) or not isinstance(args, dict):
+        return []
+    kind = op.split(".", 1)[0]
+    named = [(kind, args.get("id"))] if kind in GET else []
+    named += [("promise", args.get(key)) for key in ("awaited", "awaiter")]
+    if isinstance(result, dict):
+        for key, value in result.items():
+            if key in GET and isinstance(value, dict):
+                named.append((key, value.get("id")))
+    return _unique((GET[kind], {"id": id}) for kind, id in named if isinstance(id, str))
+
+
+def _unique(pairs: Any) -> list[tuple[str, dict[str, Json]]]:
+    seen, found = set(), []
+    for op, args in pairs:
+        if (op, args["id"]) not in seen:
+            seen.add((op, args["id"]))
+            found.append((op, args))
+    return found

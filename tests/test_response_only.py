@@ -1,0 +1,118 @@
+"""Response-only campaigns: a target that cannot show its state is still checked.
+
+Each planted target below has no observe() (it raises, as a server without duespec's
+snapshot answers an error), so `duespec conform` falls back to comparing every answer and
+reading back, through the system's public reads, what each step touched. Each bug must be
+caught, and the report must name the read (or the answer) that showed it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duespec.cli import main
+from duespec.systems import get_system
+
+DUEBOOK, SCHEDULES = get_system("duebook"), get_system("schedules")
+
+
+class _NoSnapshot:
+    system = DUEBOOK
+
+    def __init__(self) -> None:
+        self.inner = self.system.impl()
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        return self.inner.step(op, args, now)
+
+    def observe(self) -> dict[str, Any]:
+        raise NotImplementedError("this server has no snapshot of its state")
+
+
+class ListingLosesAnEntry(_NoSnapshot):
+    """Right answers to `get`; a listing of two or more drops its last entry."""
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        response = self.inner.step(op, args, now)
+        if op == "claimable" and isinstance(response.get("ok"), list) and len(response["ok"]) >= 2:
+            return {"ok": response["ok"][:-1]}
+        return response
+
+
+class CancelThatKeeps(_NoSnapshot):
+    """Answers a cancel as done, and keeps the deferral: only a read shows it."""
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        if op == "cancel" and isinstance(args, dict) and type(args.get("id")) is int:
+            probe = self.inner.step("get", {"id": args["id"]}, now)
+            if "ok" in probe and probe["ok"].get("owner") == args.get("caller"):
+                return {"ok": probe["ok"]}
+        return self.inner.step(op, args, now)
+
+
+class SettleAnswersTheOldRecord(_NoSnapshot):
+    """Settles as it should, and answers with the promise as it was before."""
+
+    system = SCHEDULES
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        if op == "promise.settle" and isinstance(args, dict) and isinstance(args.get("id"), str):
+            before = self.inner.step("promise.get", {"id": args["id"]}, now)
+            response = self.inner.step(op, args, now)
+            if response.get("status") in (200, 201) and "promise" in before:
+                return {**response, "promise": before["promise"]}
+            return response
+        return self.inner.step(op, args, now)
+
+
+class FiresLate(_NoSnapshot):
+    """Fires what is due a millisecond late: a tick sees the clock 1 ms behind."""
+
+    system = SCHEDULES
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        if op == "tick" and type(now) is int and now > 0:
+            return self.inner.step(op, args, now - 1)
+        return self.inner.step(op, args, now)
+
+
+def conform(tmp_path: Path, system: str, target: str, *extra: str) -> int:
+    return main(["conform", system, "--target", f"{__name__}:{target}", "--examples", "200",
+                 "--progress", "0", "--no-coverage", "--max-classes", "1",
+                 "--trace-dir", str(tmp_path / "failures"), *extra])
+
+
+@pytest.mark.parametrize(("system", "target", "shown_by"), [
+    ("duebook", "ListingLosesAnEntry", ("response claimable $.ok",)),
+    # The cancel's own answer is right: a read of the book afterwards shows the keep.
+    ("duebook", "CancelThatKeeps", ("response get $", "response claimable $.ok", "response expirable $.ok")),
+    ("schedules", "SettleAnswersTheOldRecord", ("response promise.settle $.promise",)),
+    ("schedules", "FiresLate", ("response tick $.fired", "response promise.get", "response schedule.get")),
+])
+def test_a_bug_only_answers_or_reads_show_is_caught_without_a_snapshot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], system: str, target: str,
+        shown_by: tuple[str, ...]) -> None:
+    code = conform(tmp_path, system, target)
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("response-only:"), out
+    first = next(line for line in out.splitlines() if line.startswith("class 1 of"))
+    assert any(read in first for read in shown_by), first
+
+
+def test_the_correct_implementation_holds_response_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["conform", "schedules", "--target", "impl", "--observe", "none", "--examples", "60",
+                 "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "HOLDS: schedules [lean]" in out, out
+
+
+def test_state_is_required_when_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert conform(tmp_path, "duebook", "CancelThatKeeps", "--observe", "state") == 2
+    assert "target unusable" in capsys.readouterr().err
