@@ -21,7 +21,8 @@ import pytest
 
 from duespec.campaigns import database as examples_db
 from duespec.campaigns import parallel
-from duespec.campaigns.merge import campaign_to_json, merge_campaigns
+from duespec.campaigns.merge import merge_campaigns
+from duespec.campaigns.report_json import campaign_to_json
 from duespec.cli import build_parser
 from duespec.systems import get_system
 

@@ -33,7 +33,7 @@ from duespec.campaigns.scope import ScopeError, scope_of
 from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
 from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
-from duespec.campaigns.merge import campaign_to_json, write_report
+from duespec.campaigns.report_json import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.systems import System, get_system, system_argument
 from duespec.targets.interface import TargetError, TargetFactory, close_target

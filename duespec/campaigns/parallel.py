@@ -372,7 +372,7 @@ def say(line: str) -> None:
 
 def open_database_of(args: argparse.Namespace) -> examples_db.CampaignDatabase | None:
     """The campaign's example database, or a UsageError naming what is wrong with --database."""
-    from duespec.cli import UsageError
+    from duespec.exits import UsageError
 
     try:
         return examples_db.open_database(_database_spec(args))

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from duespec.campaigns.parallel import add_parallel_arguments, in_shard
-from duespec.cli import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE
 from duespec.traces import replay as replay_command
 
 
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"shard {args.shard[0]}/{args.shard[1]}: {len(files)} trace{'' if len(files) == 1 else 's'}, "
               f"{jobs} job{'' if jobs == 1 else 's'}", flush=True)
     if args.json:
-        from duespec.campaigns.merge import write_report
+        from duespec.campaigns.report_json import write_report
 
         written = write_report(args.json, "replay", worst, [], results, shard=args.shard, target=args.target,
                                traces_total=len(every))

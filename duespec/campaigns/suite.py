@@ -12,7 +12,7 @@ from typing import Callable
 from duespec.campaigns.run import add_budget_arguments, run_campaign, write_failure_trace
 from duespec.campaigns import parallel
 from duespec.campaigns.conform import verdict_line
-from duespec.campaigns.merge import campaign_to_json, write_report
+from duespec.campaigns.report_json import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT
 from duespec.prove import all_proofs, render
 from duespec.spec.proofs import decide
