@@ -29,6 +29,7 @@ from duespec.campaigns.database import Stats
 from duespec.campaigns.declared import Declared
 from duespec.campaigns.run import CampaignResult, Finding
 from duespec.exits import UsageError
+from duespec.judge import FindingKind
 
 SCHEMA = 1
 
@@ -95,8 +96,8 @@ def write_report(path: str | Path, command: str, exit_code: int, campaigns: list
 def finding_from_json(data: dict[str, Any]) -> Finding:
     found = data.get("class")
     divergence_class = None if found is None else DivergenceClass(
-        found["kind"], found["op"], tuple(found["requirements"]), found["path"], tuple(found.get("paths", ())))
-    finding = Finding(kind=data["kind"], divergence_class=divergence_class, summary=data["summary"],
+        FindingKind(found["kind"]), found["op"], tuple(found["requirements"]), found["path"], tuple(found.get("paths", ())))
+    finding = Finding(kind=FindingKind(data["kind"]), divergence_class=divergence_class, summary=data["summary"],
                       failure=data["failure"], counterexample=data["counterexample"],
                       declared=[Declared(**entry) if "where" in entry else Declared(entry["reason"], "response", "$")
                                 for entry in data.get("declared", [])],
