@@ -31,9 +31,9 @@ from duespec.exits import (
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
-            "duespec.traces.replay", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
-            "duespec.histories.export", "duespec.histories.linearize_command",
-            "duespec.histories.stress")
+            "duespec.campaigns.replay_jobs", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
+            "duespec.histories.export", "duespec.histories.linearize_command", "duespec.histories.stress",
+            "duespec.campaigns.merge")
 
 __all__ = ["EXIT_FAILED", "EXIT_HOLDS", "EXIT_INTERRUPTED", "EXIT_USAGE", "MAX_TIMEOUT", "UsageError",
            "build_parser", "explain", "main", "seconds"]
@@ -98,7 +98,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if isinstance(timeout, float) and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
         raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout}")
     inputs = [path for path in (getattr(args, "declared", None), getattr(args, "mapping", None)) if path]
-    outputs = [("--" + option.replace("_", "-"), getattr(args, option, None)) for option in ("junit", "coverage_json")]
+    outputs = [("--" + option.replace("_", "-"), getattr(args, option, None)) for option in ("junit", "coverage_json", *(("json",) if args.command != "bench" else ()))]
     if args.command == "itf":
         inputs.append(args.source)
         outputs.append(("-o", getattr(args, "output", None)))

@@ -41,8 +41,8 @@ from typing import Callable, Sequence
 SECTIONS: tuple[str, ...] = ("duespec.bench.duebook", "duespec.bench.proofs", "duespec.bench.schedules",
                                "duespec.bench.schedules_store", "duespec.bench.schedules_surface",
                                "duespec.bench.cron", "duespec.bench.traces",
-                               "duespec.bench.conform", "duespec.bench.wire", "duespec.bench.linearize",
-                               "duespec.bench.variants")
+                               "duespec.bench.conform", "duespec.bench.parallel", "duespec.bench.wire",
+                               "duespec.bench.linearize", "duespec.bench.variants")
 
 #: Sections with no quick form, left out of `--quick` unless named with --only (the output
 #: says so): the variants' kill rate runs 31 whole campaigns over stdio and measures how

@@ -16,7 +16,7 @@ import json
 import shlex
 from pathlib import Path
 
-from duespec.campaigns import junit
+from duespec.campaigns import junit, parallel
 from duespec.campaigns.declared import DeclaredError, load
 from duespec.campaigns.long_run import run_long
 from duespec.campaigns.run import (
@@ -33,6 +33,7 @@ from duespec.campaigns.scope import ScopeError, scope_of
 from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
 from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
+from duespec.campaigns.report_json import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.systems import System, get_system, system_argument
 from duespec.targets.interface import TargetError, TargetFactory, close_target
@@ -211,6 +212,7 @@ def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[st
             problem = str(error)
         traces.append(trace)
         details.append(finding_details(args, result, number, finding, trace, problem))
+        finding.trace, finding.details = trace, details[-1]  # type: ignore[attr-defined]  # for --json
         print(details[-1], flush=True)
     if result.findings:
         print("\n".join(summary_table(result, traces)), flush=True)
@@ -278,13 +280,16 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     cases: list[junit.Case] = []
     coverage: list[CoverageReport] = []
+    reports: list[dict] = []
     try:
+        database = parallel.open_database_of(args)
         if args.observe == "none" and system.probes is None:
             raise UsageError(f"{system.name} has no public reads to check a target without its state by")
         observe = preflight(system, factory, profiles[0], args.observe)
         if not observe:
             print(f"response-only: every answer is compared, and the state through the public reads of "
                   f"what each step touched, not whole; not seen that way: {system.blind_spots}", flush=True)
+        jobs = parallel.effective_jobs(args.jobs, args.target, factory, parallel.say)
         runs = [(profile, False) for profile in profiles]
         if args.long_run:
             runs += [(profile, True) for profile in profiles]
@@ -294,12 +299,12 @@ def main(args: argparse.Namespace) -> int:
                                   observe=observe)
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
-                result = run_campaign(
-                    system, factory, profile=profile, seed=args.seed, examples=args.examples,
-                    step_count=args.steps, declared=declared, max_classes=args.max_classes, scope=scope,
-                    depth=args.depth, progress=progress_printer(args.progress) if args.progress > 0 else None,
-                    observe=observe)
+                result = parallel.run_chunks(
+                    system, factory, parallel.spec_from_args(args, profile, observe), seed=args.seed,
+                    examples=args.examples, jobs=jobs, shard=args.shard, declared=declared, scope=scope,
+                    database=database, progress_every=args.progress)
             print(verdict_line(result, args.target), flush=True)
+            parallel.print_share(result)
             if result.depths:
                 print(depth_line(result), flush=True)
             details = report_campaign(args, result)
@@ -308,13 +313,19 @@ def main(args: argparse.Namespace) -> int:
             if not args.no_coverage:
                 print(report.render(), flush=True)
             cases.append(junit.Case(result, args.target, "\n\n".join(details), tuple(details)))
+            if not long:
+                reports.append(campaign_to_json(result, target=args.target, examples=args.examples, steps=args.steps,
+                                                depth=args.depth, max_classes=args.max_classes))
     finally:
         close_factory(factory)
     if args.junit:
         print(f"junit: {junit.write(args.junit, f'duespec conform {system.name}', cases)}")
     if args.coverage_json:
         print(f"coverage: {write_json(coverage, args.coverage_json)}")
-    return EXIT_HOLDS if all(case.result.ok for case in cases) else EXIT_FAILED
+    code = EXIT_HOLDS if all(case.result.ok for case in cases) else EXIT_FAILED
+    if args.json:
+        print(f"json: {write_report(args.json, args.command, code, reports, shard=args.shard)}")
+    return code
 
 
 def non_negative_float(text: str) -> float:
@@ -380,3 +391,4 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                         help="leave these ops out (comma-separated or repeated)")
     parser.add_argument("--progress", type=progress_seconds, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")
+    parallel.add_parallel_arguments(parser)

@@ -147,14 +147,17 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  oracle: TargetFactory | None = None,
                  progress: ProgressCallback | None = None,
                  declared: Iterable[Any] = (), max_classes: int = 1,
-                 scope: Scope | None = None, depth: float = 1.0, observe: bool = True) -> CampaignResult:
+                 scope: Scope | None = None, depth: float = 1.0, observe: bool = True,
+                 database: Callable[[Masks], Any] | None = None) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` divergence classes (1: stop at the first failure).
 
     `progress`, when given, is called as each run starts (it decides how often to speak).
     `depth` scales the deep runs the machine mixes in (0: none). `observe=False` checks a
     target that has no observe(): every response is compared, and its state is read
-    through the system's public reads (System.probes) after every rule instead."""
+    through the system's public reads (System.probes) after every rule instead. `database`,
+    when given, makes the Hypothesis example database of a search from the masks in force
+    (duespec.campaigns.database): saved failures are replayed before new generation."""
     if not observe and system.probes is None:
         raise ValueError(f"{system.name} has no public reads to check a target without observe() by")
     profile = profile or system.profiles[0]
@@ -192,9 +195,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     machine.teardown = noting_teardown  # type: ignore[method-assign]
     run_settings = settings(
         max_examples=examples, stateful_step_count=step_count, deadline=None,
-        database=None, derandomize=False, print_blob=False, report_multiple_bugs=False,
+        database=database(masks) if database is not None else None,
+        derandomize=False, print_blob=False, report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        phases=[Phase.explicit, *([Phase.reuse] if database is not None else []), Phase.generate, Phase.shrink],
     )
     findings: list[Finding] = []
     searches, stopped = 0, None

@@ -1,0 +1,145 @@
+"""The machine-readable report of every campaign command (`--json FILE`), and reading it back.
+
+What `duespec merge` (duespec.campaigns.merge) combines.
+
+Every campaign command writes a machine-readable report with `--json FILE` (schema
+below). A campaign split with `--shard I/N` over N machines writes N reports; `merge`
+checks that together they ran every chunk of each campaign exactly once, and prints the
+verdict, the class table and (with `--junit`) one JUnit file, as the unsharded campaign
+would. Exit 0: every campaign holds (and every trace replayed is confirmed); 1: a class is
+not declared or a trace diverges; 2: a report is malformed, shards overlap or are missing.
+
+Report (JSON, `"duespec_report": 1`): `command`, `exit`, `campaigns` (one per system and
+profile: its budget, the chunks it ran of `total_chunks`, runs, steps, seconds, coverage,
+what masks kept from comparison, the database's counts, and `findings`: per class its
+kind, class, summary, counterexample, config, declared entries, the chunks that found it,
+its trace and the text of its report) and `replays` (per trace: path, verdict, report).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from duespec import __version__, outputs
+from duespec.campaigns.classes import DivergenceClass, Masks
+from duespec.campaigns.database import Stats
+from duespec.campaigns.declared import Declared
+from duespec.campaigns.run import CampaignResult, Finding
+from duespec.exits import UsageError
+from duespec.judge import FindingKind
+
+SCHEMA = 1
+
+
+class _ScopeText:
+    """A scope read back from a report: only its description is needed."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def describe(self) -> str:
+        return self.text
+
+
+# -- to JSON --------------------------------------------------------------------------
+
+def finding_to_json(finding: Finding) -> dict[str, Any]:
+    found = finding.divergence_class
+    return {
+        "kind": finding.kind, "class": None if found is None else {**found.to_json(), "paths": list(found.paths)},
+        "label": finding.label, "summary": finding.summary, "failure": finding.failure,
+        "counterexample": finding.counterexample, "config": finding.config,
+        "declared": [vars(entry) if isinstance(entry, Declared) else {"reason": getattr(entry, "reason", str(entry))}
+                     for entry in finding.declared],
+        "evidence": finding.evidence, "chunks": list(getattr(finding, "chunks", [0])),
+        "position": getattr(finding, "position", 0), "from_database": getattr(finding, "from_database", False),
+        "trace": None if getattr(finding, "trace", None) is None else str(finding.trace),  # type: ignore[attr-defined]
+        "details": getattr(finding, "details", None),
+    }
+
+
+def campaign_to_json(result: CampaignResult, *, target: str, examples: int, steps: int, depth: float,
+                     max_classes: int) -> dict[str, Any]:
+    stats = getattr(result, "database_stats", None)
+    return {
+        "system": result.system, "profile": result.profile, "target": target, "seed": result.seed,
+        "examples_budget": examples, "steps_per_run": steps, "depth": depth, "max_classes": max_classes,
+        "chunks": list(getattr(result, "chunks", [0])), "total_chunks": getattr(result, "total_chunks", 1),
+        "runs": result.examples, "steps": result.steps, "seconds": round(result.seconds, 3),
+        "ok": result.ok, "failure_kind": result.failure_kind, "searches": result.searches,
+        "stopped": result.stopped, "first_failure_seconds": result.first_failure_seconds,
+        "coverage": dict(result.coverage), "depths": result.depths,
+        "skipped": dict(result.masks.skipped) if result.masks else {},
+        "runs_ended": dict(result.masks.runs_ended) if result.masks else {},
+        "scope": result.scope.describe() if result.scope is not None else None,
+        "database": stats.to_json() if stats is not None else None,
+        "findings": [finding_to_json(finding) for finding in result.findings],
+        # Per chunk, what `duespec merge` combines (it applies --max-classes across shards).
+        "parts": [campaign_to_json(part, target=target, examples=examples, steps=steps, depth=depth,
+                                   max_classes=max_classes) | {"total_chunks": getattr(result, "total_chunks", 1)}
+                  for part in getattr(result, "parts", [])],
+    }
+
+
+def write_report(path: str | Path, command: str, exit_code: int, campaigns: list[dict[str, Any]],
+                 replays: list[dict[str, Any]] | None = None, **extra: Any) -> Path:
+    document = {"duespec_report": SCHEMA, "version": __version__, "command": command, "exit": exit_code,
+                **extra, "campaigns": campaigns, "replays": replays or []}
+    return outputs.write_text(path, json.dumps(document, indent=1, sort_keys=True) + "\n", what="--json")
+
+
+# -- from JSON ------------------------------------------------------------------------
+
+def finding_from_json(data: dict[str, Any]) -> Finding:
+    found = data.get("class")
+    divergence_class = None if found is None else DivergenceClass(
+        FindingKind(found["kind"]), found["op"], tuple(found["requirements"]), found["path"], tuple(found.get("paths", ())))
+    finding = Finding(kind=FindingKind(data["kind"]), divergence_class=divergence_class, summary=data["summary"],
+                      failure=data["failure"], counterexample=data["counterexample"],
+                      declared=[Declared(**entry) if "where" in entry else Declared(entry["reason"], "response", "$")
+                                for entry in data.get("declared", [])],
+                      config=data.get("config") or {}, evidence=data.get("evidence"))
+    finding.chunks = list(data.get("chunks", [0]))  # type: ignore[attr-defined]
+    finding.position = data.get("position", 0)  # type: ignore[attr-defined]
+    finding.from_database = bool(data.get("from_database"))  # type: ignore[attr-defined]
+    finding.trace = data.get("trace")  # type: ignore[attr-defined]
+    finding.details = data.get("details")  # type: ignore[attr-defined]
+    return finding
+
+
+def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
+    masks = Masks(data["profile"])
+    masks.skipped.update(data.get("skipped", {}))
+    masks.runs_ended.update(data.get("runs_ended", {}))
+    findings = [finding_from_json(entry) for entry in data["findings"]]
+    first = next((f for f in findings if not f.declared), None)
+    result = CampaignResult(
+        system=data["system"], profile=data["profile"], seed=data["seed"], examples=data["runs"],
+        steps=data["steps"], seconds=data["seconds"], coverage=Counter(data.get("coverage", {})),
+        failure=first.failure if first else None, counterexample=first.counterexample if first else [],
+        config=first.config if first else {}, failure_kind=first.kind if first else None,
+        failure_summary=first.summary if first else None, findings=findings, masks=masks,
+        scope=_ScopeText(data["scope"]) if data.get("scope") else None,  # type: ignore[arg-type]
+        searches=data.get("searches", 1), stopped=data.get("stopped"), depths=data.get("depths", []),
+        first_failure_seconds=data.get("first_failure_seconds"))
+    result.chunks = list(data["chunks"])  # type: ignore[attr-defined]
+    result.total_chunks = data["total_chunks"]  # type: ignore[attr-defined]
+    result.database_stats = Stats.from_json(data["database"]) if data.get("database") else None  # type: ignore[attr-defined]
+    return result
+
+
+def load_report(path: str) -> dict[str, Any]:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
+    except ValueError as error:
+        raise UsageError(f"{path}: not a JSON report: {error}") from None
+    if not isinstance(document, dict) or document.get("duespec_report") != SCHEMA:
+        raise UsageError(f"{path}: not a duespec --json report (schema {SCHEMA})")
+    return document
+
+
