@@ -56,7 +56,11 @@ class deadline:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
         if not self.seconds:
             return
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        except _Overdue:  # the alarm came as the block ended: it overran, and is disarmed here
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            kind = _Overdue
         _set_handler(signal.SIGALRM, self.previous)
         outer_fired = bool(self.outer) and self.outer <= self.seconds and kind is _Overdue
         if self.outer and not outer_fired:
