@@ -17,6 +17,7 @@ import pytest
 from duespec.campaigns.report import report_for
 from duespec.campaigns.run import run_campaign
 from duespec.campaigns.scope import scope_of
+from duespec.campaigns.stopping import Stopper
 from duespec.cli import main
 from duespec.systems import get_system
 from duespec.systems.schedules import ImplTarget, ModelTarget
@@ -230,3 +231,24 @@ def test_a_budget_holds_within_it_only_and_says_so(capsys: pytest.CaptureFixture
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("HOLDS: duebook") and "CUT SHORT by --budget 2s after" in first, first
     assert "(1,000,000 asked per search) (HOLDS within that budget only)" in first
+
+
+class StopsAtTheFirstFailure(Stopper):
+    """Told to stop as soon as a failing run is found, with no grace to shrink it."""
+
+    def should_stop(self, shrinking: bool) -> bool:
+        if shrinking:
+            self.request("a test")
+        return shrinking
+
+
+def test_a_stop_while_shrinking_keeps_the_smallest_failing_run_seen() -> None:
+    from tests.planted_targets import OnePlantedBug
+
+    duebook = get_system("duebook")
+    result = run_campaign(duebook, OnePlantedBug, examples=1000, max_classes=5, stopper=StopsAtTheFirstFailure())
+    assert result.cut_short == "a test"
+    assert not result.ok and len(result.findings) == 1
+    [finding] = result.findings
+    assert finding.divergence_class is not None and finding.divergence_class.label().startswith("response claim $.error")
+    assert finding.counterexample and finding.counterexample[-1]["op"] == "claim"

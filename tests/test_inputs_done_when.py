@@ -14,7 +14,7 @@ import pytest
 from duespec.cli import main
 from duespec.systems.schedules import ImplTarget
 from duespec.wire.http_target import HttpTarget
-from wire_support import Served
+from wire_support import ROOT, Served
 
 TAG, VALUE = "resonate:target", "poll://any@w"
 #: Where a wire request carries the tags of what it creates, by (nested) kind.
@@ -112,3 +112,22 @@ def test_declared_differences_in_a_response_field_and_the_task_timeouts_end_no_r
     table = out[out.index("divergence classes:"):]
     assert "response tick $.fired" in table and "state" in table and "$.taskTimeouts[].timeout" in table
     assert "NOT DECLARED" not in table
+
+
+class AnswersTickAsTheDeployedServer(ImplTarget):
+    """`debug.tick` as the deployed server answers it: `[]`."""
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        response = super().step(op, args, now)
+        return {**response, "fired": []} if op == "tick" and "fired" in response else response
+
+
+def test_the_deployed_example_declares_the_tick_answer_and_requires_the_target(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["conform", "schedules", "--target", f"{__name__}:AnswersTickAsTheDeployedServer",
+                 "--profile", "deployed", "--declared", str(ROOT / "examples/resonate-deployed/declared.toml"),
+                 "--examples", "30", "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "1 divergence class, 1 declared; 0 runs ended early" in out.splitlines()[0], out
+    assert "response tick $.fired" in out and "NOT DECLARED" not in out

@@ -164,9 +164,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     target that has no observe(): every response is compared, and its state is read
     through the system's public reads (System.probes) after every rule instead.
     `request_tags` go on every promise and schedule a request creates (System.tag_request).
-    `stopper` cuts the campaign short (duespec.campaigns.stopping): the classes found so
-    far are kept, and a failure being shrunk is kept as it stands when the grace period
-    ends."""
+    `stopper` cuts the campaign short (duespec.campaigns.stopping; the caller installs its
+    signal handlers, as conform does): the classes found so far are kept, and a failure
+    being shrunk is kept as it stands when the grace period ends."""
     if not observe and system.probes is None:
         raise ValueError(f"{system.name} has no public reads to check a target without observe() by")
     stopper = stopper or Stopper()
@@ -220,7 +220,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     )
     findings: list[Finding] = []
     searches, stopped = 0, None
-    with collecting() as coverage, collecting() as step_tags, stopper.signals():
+    with collecting() as coverage, collecting() as step_tags:
         machine.step_tags = step_tags
         while True:
             if stopper.requested:
@@ -241,12 +241,17 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 if counted["smallest"] is None:
                     break  # cut short with nothing failing in this search
                 error, steps, run_config = counted["smallest"]
-                finding = finding_of(error, steps, oracle, target, run_config)
+                finding = finding_of(error, steps, oracle, target, run_config, observe)
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
-                finding = finding_of(error, list(machine.last_steps), oracle, target, run_config, observe)
-                if finding.kind.compared and finding.divergence_class is not None:
-                    _minimise(finding, oracle, target, masks, observe)
+                steps = list(machine.last_steps)
+                if stopper.reason is not None and counted["smallest"] is not None and \
+                        not isinstance(error, (Divergence, TargetRaised)):
+                    # stopped while Hypothesis replayed its shrunk run, which it then calls flaky
+                    error, steps, run_config = counted["smallest"]
+                finding = finding_of(error, steps, oracle, target, run_config, observe)
+                if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
+                    _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
             findings.append(finding)
             found = finding.divergence_class
             if finding.kind.outcome not in ("divergence", "target_error") or found is None:
