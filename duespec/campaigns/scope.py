@@ -8,7 +8,7 @@ reading is caught at run time: a step with an excluded op ends its run uncompare
 
 An opening that steers around excluded ops (ProtocolMachine.skippable_in_opening: the
 ops its steps leave out when the campaign does) is not held to them. Ops a campaign sends
-that the system does not have (System.probe_ops, an unknown op answered as malformed) are
+that the system does not have (System.unknown_ops, an unknown op answered as malformed) are
 named like any other.
 """
 
@@ -65,7 +65,7 @@ def scope_of(system: System, ops: Iterable[str] | None, skip_ops: Iterable[str] 
     excluded = frozenset(known) - allowed
     rules, openers = rule_ops(system.machine, frozenset(known))
     excluded_rules = frozenset(name for name, called in rules.items() if called & excluded)
-    if excluded_rules >= set(rules) or not allowed & set(system.operations):  # a probe op alone is no campaign
+    if excluded_rules >= set(rules) or not allowed & set(system.operations):  # an unknown op alone is no campaign
         raise ScopeError(f"--ops/--skip-ops leave {system.name} no rule to draw (ops left: "
                          f"{', '.join(sorted(allowed)) or 'none'})")
     skippable = getattr(system.machine, "skippable_in_opening", frozenset())

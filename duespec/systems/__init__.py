@@ -103,7 +103,7 @@ class System:
     blind_spots: str = ""
     #: Ops a campaign sends that the system does not have (an unknown op, answered as
     #: malformed): nameable in --ops, --skip-ops and a declaration's `op` like any other.
-    probe_ops: tuple[str, ...] = ()
+    unknown_ops: tuple[str, ...] = ()
     #: (op, args, required tags) -> the args with every promise and schedule they create
     #: carrying those tags (`--require-tag`, a declarations file's [inputs]); None when the
     #: system's requests carry no tags. Only a well-formed tags object gets the tags, so a
@@ -115,8 +115,8 @@ class System:
 
     @property
     def nameable_ops(self) -> tuple[str, ...]:
-        """Every op a campaign may send: the system's and its probe ops."""
-        return (*self.operations, *self.probe_ops)
+        """Every op a campaign may send: the system's and its unknown ops."""
+        return (*self.operations, *self.unknown_ops)
 
     def out_of_reach_in(self, profile: str, tags: Mapping[str, str] | None = None) -> dict[str, str]:
         """Requirement ID or tag -> why a campaign in `profile` (whose promises and

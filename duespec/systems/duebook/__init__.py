@@ -46,5 +46,5 @@ SYSTEM = System(
     probes=reads,
     blind_spots=BLIND_SPOTS,
     # the unknown op of the malformed requests every run's opening may send (D-27)
-    probe_ops=("reschedule",),
+    unknown_ops=("reschedule",),
 )

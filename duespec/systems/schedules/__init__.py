@@ -49,7 +49,7 @@ SYSTEM = System(
     probes=reads,
     blind_spots=BLIND_SPOTS,
     # the unknown op the machine's `garbage` rule sends (400, X-03.unknown_op)
-    probe_ops=("warp",),
+    unknown_ops=("warp",),
     tag_request=with_required_tags,
     out_of_reach_with_tags=out_of_reach_with_tags,
 )
