@@ -252,3 +252,17 @@ def test_a_stop_while_shrinking_keeps_the_smallest_failing_run_seen() -> None:
     [finding] = result.findings
     assert finding.divergence_class is not None and finding.divergence_class.label().startswith("response claim $.error")
     assert finding.counterexample and finding.counterexample[-1]["op"] == "claim"
+
+
+def test_junit_reports_a_campaign_cut_short_by_a_signal_as_an_error_not_a_pass(tmp_path: Path) -> None:
+    from duespec.campaigns import junit
+
+    class Told(Stopper):
+        def should_stop(self, shrinking: bool) -> bool:
+            self.request("SIGTERM")
+            return True
+
+    result = run_campaign(get_system("duebook"), get_system("duebook").impl, examples=100, stopper=Told())
+    assert result.ok and result.cut_short == "SIGTERM"
+    xml = junit.to_xml("duespec conform duebook", [junit.Case(result, "impl", "", ())])
+    assert 'errors="1"' in xml and 'type="incomplete"' in xml and "cut short by SIGTERM" in xml
