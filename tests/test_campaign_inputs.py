@@ -158,8 +158,8 @@ def test_an_opening_leaves_out_the_ops_left_out_and_no_run_dies_of_them() -> Non
     report = report_for(SCHEDULES, result)
     assert report.unexplained == [] and report.missing_required == []
     assert "T-02" in report.never_reached
-    assert "leaves out promise.create" in report.reasons["T-02"]
-    assert "(--ops/--skip-ops)" in report.render()
+    assert "leaves out 21 ops (promise.create, " in report.reasons["T-02"]
+    assert "; --ops/--skip-ops; every rule that takes an op left out" in report.render()
 
 
 def test_warp_is_an_op_like_any_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

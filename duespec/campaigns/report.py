@@ -108,9 +108,9 @@ class CoverageReport:
             branches = ", ".join(f"{tag.split('.', 1)[1] if '.' in tag else tag} {count:,}"
                                  for tag, count in tags.items())
             lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  {branches}")
-        for id in self.never_reached:
-            if id in self.reasons:
-                lines.append(f"  never reached: {id}, by design: {self.reasons[id]}")
+        for reason, ids in _grouped_by_reason({id: self.reasons[id] for id in self.never_reached
+                                               if id in self.reasons}, keep_order=True).items():
+            lines.append(f"  never reached: {', '.join(ids)}, by design: {reason}")
         for reason, tags in _grouped_by_reason(self.excused_tags).items():
             lines.append(f"  branches out of [{self.profile}]'s reach: {', '.join(tags)}: {reason}")
         if self.unexplained:
@@ -126,9 +126,9 @@ class CoverageReport:
         return "\n".join(lines)
 
 
-def _grouped_by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:
+def _grouped_by_reason(reasons: dict[str, str], keep_order: bool = False) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
-    for key, reason in sorted(reasons.items()):
+    for key, reason in (reasons.items() if keep_order else sorted(reasons.items())):
         grouped.setdefault(reason, []).append(key)
     return grouped
 
@@ -159,8 +159,10 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
     left_out = sorted(left_out)
     if left_out:
         # A campaign narrowed to some ops: what only the others reach is out of its reach.
-        why = (f"this campaign leaves out {', '.join(left_out)} (--ops/--skip-ops); a campaign "
-               f"with every op reaches it")
+        why = (f"this campaign leaves out {len(left_out)} op{'s' if len(left_out) > 1 else ''} "
+               f"({', '.join(left_out[:4])}{', ...' if len(left_out) > 4 else ''}; --ops/--skip-ops; "
+               f"every rule that takes an op left out is left out too), and a campaign with every "
+               f"op reaches it")
         reasons = {**reasons, **{id: why for id in never if id not in reasons}}
         excused = {**excused, **dict.fromkeys(missing, why)}
         missing = []
