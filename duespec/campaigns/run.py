@@ -245,9 +245,11 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
                 steps = list(machine.last_steps)
-                if stopper.reason is not None and counted["smallest"] is not None and \
-                        not isinstance(error, (Divergence, TargetRaised)):
-                    # stopped while Hypothesis replayed its shrunk run, which it then calls flaky
+                if stopper.reason is not None and not isinstance(error, (Divergence, TargetRaised)):
+                    # A run that Hypothesis replays (its shrunk run, or data it generated) ended
+                    # by the stop, which it then calls flaky: the stop's doing, not the target's.
+                    if counted["smallest"] is None:
+                        break  # cut short with nothing failing in this search
                     error, steps, run_config = counted["smallest"]
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
