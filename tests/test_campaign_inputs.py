@@ -170,7 +170,7 @@ def test_warp_is_an_op_like_any_other(tmp_path: Path, capsys: pytest.CaptureFixt
     declared = tmp_path / "declared.toml"
     declared.write_text('[[difference]]\nreason = "an unknown op is 404 here"\nop = "warp"\nresponse = "$.status"\n')
     assert main(["check", "schedules", "--declared", str(declared), "--skip-ops", "warp", "--examples", "5",
-                 "--progress", "0", "--no-coverage"]) == 0
+                 "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path)]) == 0
     assert "warp" in capsys.readouterr().out  # named among the ops left out
     assert main(["check", "schedules", "--ops", "nowarp"]) == 2
     assert "has no op nowarp; known: " in capsys.readouterr().err
@@ -211,7 +211,7 @@ def test_sigterm_keeps_the_class_found_and_its_trace(tmp_path: Path) -> None:
 def test_a_campaign_cut_short_by_a_signal_with_nothing_found_does_not_say_holds(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "duespec", "check", "duebook", "--examples", "1000000", "--progress", "1",
-         "--no-coverage"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--no-coverage", "--trace-dir", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     try:
         assert "running" in process.stderr.readline()
@@ -225,9 +225,9 @@ def test_a_campaign_cut_short_by_a_signal_with_nothing_found_does_not_say_holds(
     assert "HOLDS" not in out
 
 
-def test_a_budget_holds_within_it_only_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_budget_holds_within_it_only_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "duebook", "--examples", "1000000", "--budget", "2", "--progress", "0",
-                 "--no-coverage"]) == 0
+                 "--no-coverage", "--trace-dir", str(tmp_path)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("HOLDS: duebook") and "CUT SHORT by --budget 2s after" in first, first
     assert "(1,000,000 asked per search) (HOLDS within that budget only)" in first
