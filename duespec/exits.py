@@ -2,7 +2,8 @@
 
 Low in the harness so that commands (campaigns, traces, histories, wire) can use them
 without importing duespec.cli, which imports every command. Exit 0: everything holds;
-1: refuted or diverged; 2: bad usage or malformed input; 130: interrupted (Ctrl-C)."""
+1: refuted or diverged; 2: bad usage or malformed input; 3: a campaign cut short (SIGTERM,
+SIGINT) with nothing found; 130: interrupted (Ctrl-C) outside a campaign."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import argparse
 import math
 
 EXIT_HOLDS, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: A campaign cut short by a signal before it could say HOLDS (nothing undeclared found).
+EXIT_INCOMPLETE = 3
 #: Ctrl-C, as shells report a process ended by SIGINT.
 EXIT_INTERRUPTED = 130
 

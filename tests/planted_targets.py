@@ -68,3 +68,14 @@ class CannotStart(ModelTarget):
 class CloseRaises(ModelTarget):
     def close(self) -> None:
         raise OSError("close failed")
+
+
+class OnePlantedBug(ModelTarget):
+    """claim of a deferral not due yet answers not_found: one class, found in the first
+    search; every later search finds nothing new and runs all its examples."""
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        response = super().step(op, args, now)
+        if op == "claim" and response.get("error") == "not_due":
+            return {"error": "not_found", "message": "nothing claimable with this id"}
+        return response

@@ -6,7 +6,10 @@ target may be a Python object or any program speaking docs/protocol.md. A campai
 every divergence class it finds (up to --max-classes), each with its shrunk counterexample
 and trace. Exit 0: every campaign held, or every class found is declared (--declared);
 1: a class is not declared; 2: bad usage, a malformed declared-differences file, or the
-target is unusable (cannot start, fails the handshake or its first reset).
+target is unusable (cannot start, fails the handshake or its first reset); 3: cut short
+(SIGTERM, SIGINT) before it could say HOLDS. A campaign cut short by its own --budget with
+nothing undeclared found says HOLDS within that budget, with the runs it took, and exits 0:
+the user asked for that bound.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import sys
 from pathlib import Path
 
 from duespec.campaigns import junit, parallel
-from duespec.campaigns.declared import DeclaredError, load
+from duespec.campaigns.declared import DeclaredError, read
+from duespec.campaigns.stopping import Stopper
 from duespec.campaigns.long_run import run_long
 from duespec.campaigns.run import (
     DEFAULT_FAILURE_DIR,
@@ -30,7 +35,7 @@ from duespec.campaigns.run import (
     write_failure_trace,
 )
 from duespec.campaigns.scope import ScopeError, scope_of
-from duespec.exits import EXIT_FAILED, EXIT_HOLDS, UsageError
+from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_INCOMPLETE, UsageError
 from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.campaigns.report_json import campaign_to_json, write_report
@@ -48,6 +53,8 @@ DEFAULT_MAX_CLASSES = 10
 def verdict_line(result: CampaignResult, target: str) -> str:
     outcome = result.failure_kind.outcome if result.failure_kind else ""
     verdict = "HOLDS" if result.ok else {"divergence": "DIVERGES", "error": "FAILED"}.get(outcome, "TARGET FAILED")
+    if result.ok and result.cut_short is not None and not result.cut_short.startswith("--budget"):
+        verdict = "INCOMPLETE"
     rate = result.steps / result.seconds if result.seconds else 0.0
     line = (f"{verdict}: {result.system} [{result.profile}] target={target} seed={result.seed} "
             f"runs={result.examples} steps={result.steps} ({result.seconds:.1f}s, {rate:,.0f} steps/s)")
@@ -55,7 +62,12 @@ def verdict_line(result: CampaignResult, target: str) -> str:
         declared = sum(1 for finding in result.findings if finding.declared)
         line += (f": {len(result.findings)} divergence class{'es' if len(result.findings) > 1 else ''}, "
                  f"{declared} declared")
-    return f"{line}; {result.runs_ended_early()}"
+    line = f"{line}; {result.runs_ended_early()}"
+    if result.cut_short is not None:
+        within = " (HOLDS within that budget only)" if result.ok and result.cut_short.startswith("--budget") else ""
+        line += (f"; CUT SHORT by {result.cut_short} after {result.examples:,} runs "
+                 f"({result.examples_asked:,} asked per search){within}")
+    return line
 
 
 def depth_line(result: CampaignResult) -> str:
@@ -100,6 +112,8 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
     for flag, values in (("--ops", args.ops), ("--skip-ops", args.skip_ops)):
         if values:
             command += [flag, ",".join(values)]
+    for key, value in (getattr(args, "require_tag", None) or []):
+        command += ["--require-tag", f"{key}={value}"]
     if getattr(args, "depth", 1.0) != 1.0:
         command += ["--depth", f"{args.depth:g}"]
     if getattr(args, "long_run", None):
@@ -226,6 +240,13 @@ def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[st
     return details
 
 
+def finding_printer(number: int, finding: Finding) -> None:
+    """A line on stderr as each class is found, before the campaign's report: a long
+    campaign shows what it has, and what a stop (SIGTERM, --budget) will keep."""
+    print(f"  ... class {number} found: {finding.label} ({len(finding.counterexample)} steps"
+          f"{', declared' if finding.declared else ''}); searching on", file=sys.stderr, flush=True)
+
+
 def preflight(system: System, factory: TargetFactory, profile: str, observe: str = "state") -> bool:
     """Start one instance before the campaign, so a target that cannot even start is reported
     as unusable (exit 2) instead of as a counterexample of zero steps. Whether its whole
@@ -269,10 +290,16 @@ def main(args: argparse.Namespace) -> int:
     system = get_system(args.system)
     profiles = profiles_of(system, args.profile)
     try:
-        declared = load(args.declared, system) if args.declared else []
+        declared_file = read(args.declared, system) if args.declared else None
         scope = scope_of(system, args.ops, args.skip_ops)
     except (DeclaredError, ScopeError) as error:
         raise UsageError(str(error)) from None
+    declared = declared_file.entries if declared_file else []
+    request_tags = {**(declared_file.require_tags if declared_file else {}),
+                    **dict(getattr(args, "require_tag", None) or [])}
+    if request_tags and system.tag_request is None:
+        raise UsageError(f"--require-tag: {system.name}'s requests carry no tags")
+    stopper = Stopper(getattr(args, "budget", None))
     try:
         factory = resolve(system, args.target, timeout=args.timeout,
                           start_timeout=max(args.timeout, START_TIMEOUT))
@@ -281,6 +308,8 @@ def main(args: argparse.Namespace) -> int:
     cases: list[junit.Case] = []
     coverage: list[CoverageReport] = []
     reports: list[dict] = []
+    signals = stopper.signals()  # SIGTERM, SIGINT: stop, report what was found (stopping.py)
+    signals.__enter__()
     try:
         database = parallel.open_database_of(args)
         if args.observe == "none" and system.probes is None:
@@ -294,15 +323,21 @@ def main(args: argparse.Namespace) -> int:
         if args.long_run:
             runs += [(profile, True) for profile in profiles]
         for profile, long in runs:
+            if stopper.requested:
+                print(f"not run (cut short by {stopper.reason}): {'long run' if long else 'campaign'} "
+                      f"[{profile}]", flush=True)
+                continue
             if long:
                 result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed,
-                                  observe=observe)
+                                  observe=observe, request_tags=request_tags, stopper=stopper)
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
                 result = parallel.run_chunks(
-                    system, factory, parallel.spec_from_args(args, profile, observe), seed=args.seed,
+                    system, factory, parallel.spec_from_args(args, profile, observe, request_tags), seed=args.seed,
                     examples=args.examples, jobs=jobs, shard=args.shard, declared=declared, scope=scope,
-                    database=database, progress_every=args.progress)
+                    database=database, progress_every=args.progress, stopper=stopper,
+                    on_finding=finding_printer if args.progress > 0 else None)
+            stopper.settle()  # a stop asked for now only keeps later campaigns from starting
             print(verdict_line(result, args.target), flush=True)
             parallel.print_share(result)
             if result.depths:
@@ -317,15 +352,40 @@ def main(args: argparse.Namespace) -> int:
                 reports.append(campaign_to_json(result, target=args.target, examples=args.examples, steps=args.steps,
                                                 depth=args.depth, max_classes=args.max_classes))
     finally:
+        signals.__exit__(None, None, None)
         close_factory(factory)
     if args.junit:
         print(f"junit: {junit.write(args.junit, f'duespec conform {system.name}', cases)}")
     if args.coverage_json:
         print(f"coverage: {write_json(coverage, args.coverage_json)}")
-    code = EXIT_HOLDS if all(case.result.ok for case in cases) else EXIT_FAILED
+    if not all(case.result.ok for case in cases):
+        code = EXIT_FAILED
+    elif stopper.reason is not None and not stopper.reason.startswith("--budget"):
+        code = EXIT_INCOMPLETE  # cut short by a signal: nothing found, nothing shown to hold
+    else:
+        code = EXIT_HOLDS
     if args.json:
         print(f"json: {write_report(args.json, args.command, code, reports, shard=args.shard)}")
     return code
+
+
+def tag_argument(text: str) -> tuple[str, str]:
+    """argparse type for --require-tag: KEY=VALUE, a non-empty key."""
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. resonate:target=poll://any@w), got {text!r}")
+    return key, value
+
+
+def budget_seconds(text: str) -> float:
+    """argparse type for --budget: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
 
 
 def non_negative_float(text: str) -> float:
@@ -389,6 +449,14 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                              "another op are not drawn")
     parser.add_argument("--skip-ops", action="append", metavar="OP,...",
                         help="leave these ops out (comma-separated or repeated)")
+    parser.add_argument("--require-tag", action="append", type=tag_argument, metavar="KEY=VALUE",
+                        help="put this tag on every promise and schedule the campaign creates "
+                             "(repeatable; e.g. resonate:target=poll://any@w for a server that "
+                             "requires one); the model answers as for the tagged request")
+    parser.add_argument("--budget", type=budget_seconds, metavar="SECONDS",
+                        help="stop after SECONDS in all, keeping what was found (shrinking it "
+                             "for a few seconds more); nothing undeclared found: HOLDS within "
+                             "the budget, exit 0")
     parser.add_argument("--progress", type=progress_seconds, default=10.0, metavar="SECONDS",
                         help="print a progress line to stderr every SECONDS (default 10; 0: never)")
     parallel.add_parallel_arguments(parser)

@@ -9,8 +9,13 @@
     response = "$.status"           # a path in the response, or `state = "$.schedules"`
     profile = "lean"                # optional: every profile when absent
 
+    [inputs]
+    require_tags = {"resonate:target" = "poll://any@w"}   # on every promise and schedule
+
 A divergence class whose differing paths are all covered by entries is declared: it is
 reported with its reason, does not fail the campaign and is masked for the rest of it.
+The `[inputs]` table shapes what the campaign sends (as `--require-tag` does), so that a
+target that requires a tag is never sent a request without it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 REQUIREMENT_ID = re.compile(r"^[A-Z]{1,4}-\d{2,3}$")
 PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\*?\])*$")
 KEYS = {"reason", "op", "requirement", "response", "state", "profile"}
+INPUT_KEYS = {"require_tags"}
 
 
 class DeclaredError(ValueError):
@@ -61,8 +67,20 @@ class Declared:
         return f"{scope}: {self.reason}"
 
 
+@dataclass(frozen=True)
+class DeclaredFile:
+    entries: list[Declared]
+    #: [inputs] require_tags: tags every promise and schedule the campaign sends carries.
+    require_tags: dict[str, str] = field(default_factory=dict)
+
+
 def load(path: str | Path, system: System) -> list[Declared]:
     """Every entry of the file, checked against the system's ops and profiles."""
+    return read(path, system).entries
+
+
+def read(path: str | Path, system: System) -> DeclaredFile:
+    """The file's entries and its [inputs], checked against the system."""
     where = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -75,13 +93,32 @@ def load(path: str | Path, system: System) -> list[Declared]:
     except (UnicodeDecodeError, ValueError) as error:  # TOMLDecodeError is a ValueError
         kind = "JSON" if where.endswith(".json") else "TOML"
         raise DeclaredError(f"{where}: not valid {kind}: {error}") from None
-    if not isinstance(document, dict) or set(document) - {"difference"}:
+    if not isinstance(document, dict) or set(document) - {"difference", "inputs"}:
         raise DeclaredError(f'{where}: expected only a list of entries under "difference" '
-                            f'([[difference]] in TOML), got keys {sorted(document) if isinstance(document, dict) else document!r}')
+                            f'([[difference]] in TOML) and an "inputs" table, got keys '
+                            f'{sorted(document) if isinstance(document, dict) else document!r}')
     entries = document.get("difference", [])
     if not isinstance(entries, list):
         raise DeclaredError(f'{where}: "difference" must be a list of entries')
-    return [_entry(where, index, entry, system) for index, entry in enumerate(entries, 1)]
+    return DeclaredFile([_entry(where, index, entry, system) for index, entry in enumerate(entries, 1)],
+                        _inputs(where, document.get("inputs", {}), system))
+
+
+def _inputs(where: str, inputs: Any, system: System) -> dict[str, str]:
+    if not isinstance(inputs, dict):
+        raise DeclaredError(f"{where}: [inputs] must be a table (require_tags = {{...}})")
+    unknown = set(inputs) - INPUT_KEYS
+    if unknown:
+        raise DeclaredError(f"{where}: [inputs]: unknown key(s) {', '.join(sorted(unknown))}; "
+                            f"known: {', '.join(sorted(INPUT_KEYS))}")
+    tags = inputs.get("require_tags", {})
+    if not isinstance(tags, dict) or not all(isinstance(k, str) and k and isinstance(v, str)
+                                             for k, v in tags.items()):
+        raise DeclaredError(f'{where}: [inputs] require_tags must be a table of tag names to string '
+                            f'values, e.g. require_tags = {{"resonate:target" = "poll://any@w"}}; got {tags!r}')
+    if tags and system.tag_request is None:
+        raise DeclaredError(f"{where}: [inputs] require_tags: {system.name}'s requests carry no tags")
+    return dict(tags)
 
 
 def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
@@ -105,8 +142,8 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
         raise fail(f"{places[0]} path {path!r} is not a path like $, $.status or $.open[].due_at")
     path = path.replace("[*]", "[]")  # any element of a list, as differing paths are written
     op, requirement, profile = entry.get("op"), entry.get("requirement"), entry.get("profile")
-    if op is not None and op not in system.operations:
-        raise fail(f"{system.name} has no op {op!r}; known: {', '.join(system.operations)}")
+    if op is not None and op not in system.nameable_ops:
+        raise fail(f"{system.name} has no op {op!r}; known: {', '.join(system.nameable_ops)}")
     if requirement is not None and (not isinstance(requirement, str) or not REQUIREMENT_ID.match(requirement)):
         raise fail(f"requirement {requirement!r} is not a requirement ID like D-09 or S-02")
     if profile is not None and profile not in system.profiles:

@@ -66,6 +66,16 @@ def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], st
     campaign = f"{result.system}[{result.profile}] seed={result.seed} target={case.target}"
     properties: list[tuple[str, object]] = [("examples", result.examples), ("steps", result.steps),
                                             ("seed", result.seed), ("profile", result.profile)]
+    incomplete = []
+    if result.cut_short is not None:
+        properties.append(("cut_short", result.cut_short))
+        if result.ok and not result.cut_short.startswith("--budget"):
+            # exit 3: a campaign stopped by a signal shows nothing holds, so no testcase passes for it
+            incomplete = [(case, f"{campaign} incomplete", properties, "error",
+                           f"cut short by {result.cut_short} after {result.examples:,} runs: nothing "
+                           f"undeclared found, nothing shown to hold", "incomplete")]
+    if not result.findings and incomplete:
+        return incomplete
     if not result.findings:
         outcome = result.failure_kind.outcome if result.failure_kind else "error"
         tag = "passed" if result.ok else ("failure" if outcome == "divergence" else "error")
@@ -79,7 +89,7 @@ def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], st
                         [*properties, ("kind", finding.kind.outcome), ("counterexample_steps", len(finding.counterexample)),
                          ("declared", "; ".join(e.reason for e in finding.declared) or "no")],
                         tag, text, finding.kind.outcome))
-    return entries
+    return entries + incomplete
 
 
 def _xml_safe(text: str) -> str:

@@ -41,6 +41,12 @@ from duespec.judge import (
 from duespec.targets.interface import Json, Target, TargetFactory, close_target
 
 
+class CampaignStopped(BaseException):
+    """The campaign was told to stop (SIGTERM, SIGINT, its --budget): the run in progress
+    ends here, at a step boundary, and the search keeps what it has found. A
+    BaseException, so that no rule or target boundary takes it for a failure."""
+
+
 class LockstepMachine(ProtocolMachine):
     """The campaign's side of a system's ProtocolMachine: `lockstep` binds the system's
     rules to it and sets the class attributes below on the class it makes."""
@@ -67,6 +73,11 @@ class LockstepMachine(ProtocolMachine):
     #: For a target with no observe(): the system's public reads of what a step touched,
     #: taken after every rule in place of comparing whole states (None: states compared).
     probes: ClassVar[Probes | None] = None
+    #: How the system puts request_tags on a request (System.tag_request).
+    tag_request: ClassVar[Any] = None
+    #: Whether the campaign has been told to stop (a signal, its --budget): checked before
+    #: every step and comparison, so a run ends at the next one (CampaignStopped).
+    stop_requested: ClassVar[Any] = staticmethod(lambda: False)
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,10 +104,14 @@ class LockstepMachine(ProtocolMachine):
 
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on both sides; return the oracle's response for the rules to use."""
+        if self.stop_requested():
+            raise CampaignStopped()
         if op in self.excluded_ops:
             if self.masks is not None:
                 self.masks.runs_ended[f"a rule took op {op}, which the campaign leaves out (--ops/--skip-ops)"] += 1
             reject()
+        if self.request_tags and self.tag_request is not None:
+            args = self.tag_request(op, args, self.request_tags)
         expected, verdict = self.judge.step(op, args, now)
         type(self).total_steps += 1
         if verdict is not None:
@@ -126,6 +141,8 @@ class LockstepMachine(ProtocolMachine):
     def invariants_hold(self) -> None:
         """The one registered invariant, since Hypothesis's bookkeeping costs per invariant:
         the whole observable states agree, then each property of `check_properties`."""
+        if self.stop_requested():
+            raise CampaignStopped()
         if self.steps:
             if self.probes is None:
                 self.act_on(self.judge.state())
@@ -166,7 +183,9 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
              config: dict[str, Any], masks: Masks | None = None,
              excluded_rules: frozenset[str] = frozenset(),
              excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0,
-             probes: Probes | None = None) -> type[LockstepMachine]:
+             probes: Probes | None = None,
+             request_tags: dict[str, str] | None = None, tag_request: Any = None,
+             stop_requested: Any = None) -> type[LockstepMachine]:
     """A runnable machine class: a system's rules (`base`) but `excluded_rules`, bound to
     a LockstepMachine (unless `base` already is one), with this oracle, this target, this
     config, these masks, this depth."""
@@ -182,6 +201,9 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
         "depth": depth,
         "depths": [],
         "probes": staticmethod(probes) if probes is not None else None,
+        "request_tags": dict(request_tags or {}),
+        "tag_request": staticmethod(tag_request) if tag_request is not None else None,
+        "stop_requested": staticmethod(stop_requested or (lambda: False)),
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))

@@ -17,6 +17,7 @@ import random
 import time
 
 from duespec.campaigns.run import CampaignResult, finding_of
+from duespec.campaigns.stopping import Stopper
 from duespec.coverage import collecting
 from duespec.systems import System
 from duespec.judge import Difference, Divergence, StepJudge, TargetRaised, Verdict
@@ -27,9 +28,12 @@ STATE_EVERY = 250
 
 
 def run_long(system: System, target: TargetFactory, *, steps: int, profile: str | None = None,
-             seed: int = 0, observe: bool = True) -> CampaignResult:
+             seed: int = 0, observe: bool = True, request_tags: dict[str, str] | None = None,
+             stopper: Stopper | None = None) -> CampaignResult:
     """One run of `steps` steps; the verdict as a CampaignResult (one example).
-    `observe=False`: every answer compared, no whole state (a target without observe())."""
+    `observe=False`: every answer compared, no whole state (a target without observe()).
+    Its promises and schedules carry `request_tags` (System.tag_request); `stopper` (a
+    signal, --budget) ends it early, compared up to where it stopped."""
     profile = profile or system.profiles[0]
     workload, configure = system.long_run.call, system.long_run.config
     config = configure(system.config(profile))
@@ -45,7 +49,12 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
             for i in range(steps):
                 if verdict is not None:
                     break
+                if stopper is not None and stopper.requested:
+                    verdict = judge.state()  # the state where it stopped is compared too
+                    break
                 op, args, now = workload(rng, state, now)
+                if request_tags and system.tag_request is not None:
+                    args = system.tag_request(op, args, request_tags)
                 _, verdict = judge.step(op, args, now)
                 if verdict is None and ((i + 1) % STATE_EVERY == 0 or i == steps - 1):
                     verdict, state = judge.state(), judge.oracle_state()
@@ -63,4 +72,6 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
         seconds=time.perf_counter() - started, coverage=coverage,
         failure=first.failure if first else None, counterexample=first.counterexample if first else [],
         config=config, failure_kind=first.kind if first else None,
-        failure_summary=first.summary if first else None, findings=findings)
+        failure_summary=first.summary if first else None, findings=findings,
+        request_tags=dict(request_tags or {}),
+        cut_short=stopper.reason if stopper is not None and stopper.requested else None, examples_asked=1)

@@ -144,19 +144,22 @@ class CampaignSpec:
     database: str | None = "none"
     #: False: the target has no observe(); its state is read through the system's probes.
     observe: bool = True
+    #: Tags every promise and schedule the campaign creates carries (--require-tag).
+    request_tags: tuple[tuple[str, str], ...] = ()
 
 
 # -- one chunk ------------------------------------------------------------------------
 
 def run_chunk(system: System, factory: TargetFactory, spec: CampaignSpec, chunk: Chunk,
               declared: list[Any], scope: Any, database: examples_db.CampaignDatabase | None,
-              progress: Any = None) -> CampaignResult:
+              progress: Any = None, stopper: Any = None, on_finding: Any = None) -> CampaignResult:
     campaign_db = (database.for_campaign(examples_db.identity_of(
         spec.system, spec.profile, spec.target, spec.steps, spec.depth, scope)) if database is not None else None)
     result = run_campaign(system, factory, profile=spec.profile, seed=chunk.seed, examples=chunk.examples,
                           step_count=spec.steps, declared=declared, max_classes=spec.max_classes,
                           scope=scope, depth=spec.depth, progress=progress, observe=spec.observe,
-                          database=campaign_db.bind if campaign_db is not None else None)
+                          database=campaign_db.bind if campaign_db is not None else None,
+                          request_tags=dict(spec.request_tags), stopper=stopper, on_finding=on_finding)
     mark_chunk(result, chunk.index, campaign_db.stats if campaign_db is not None else None)
     return result
 
@@ -201,10 +204,13 @@ def _worker_chunk(spec: CampaignSpec, chunk: Chunk) -> CampaignResult:
 def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, seed: int, examples: int,
                jobs: int = 1, shard: tuple[int, int] | None = None, declared: list[Any] = (),  # type: ignore[assignment]
                scope: Any = None, database: examples_db.CampaignDatabase | None = None,
-               progress_every: float = 0.0, say: Callable[[str], None] | None = None) -> CampaignResult:
+               progress_every: float = 0.0, say: Callable[[str], None] | None = None,
+               stopper: Any = None, on_finding: Any = None) -> CampaignResult:
     """Run the campaign's chunks (those of `shard`, if given) on `jobs` processes and merge
     them. With one job every chunk runs here, on `factory`; with more, each worker resolves
-    `spec.target` itself."""
+    `spec.target` itself. A `stopper` (duespec.campaigns.stopping) that is asked to stop
+    cuts the chunk running here short and starts no further chunk; with several jobs, the
+    chunks not started are cancelled and those running finish."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     every = chunks_of(seed, examples)
     mine = [chunk for chunk in every if in_shard(chunk.index, shard)]
@@ -217,10 +223,13 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
     if jobs <= 1:
         for chunk in mine:
             progress = progress_printer(progress_every) if progress_every > 0 and len(mine) == 1 else None
-            results.append(run_chunk(system, factory, spec, chunk, list(declared), scope, database, progress))
+            results.append(run_chunk(system, factory, spec, chunk, list(declared), scope, database, progress,
+                                     stopper, on_finding))
             if progress_every > 0 and len(mine) > 1:
                 _chunk_line(say, results[-1], len(results), len(mine), started)
             if cutoff(results, [c.index for c in mine], spec.max_classes) is not None:
+                break
+            if stopper is not None and stopper.requested:
                 break
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
@@ -229,7 +238,10 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
             done_count = 0
             try:
                 while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    if stopper is not None and stopper.requested:
+                        for future in pending:
+                            future.cancel()
                     for future in done:
                         pending.pop(future)
                         if future.cancelled():
@@ -257,6 +269,10 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
     merged.shard = shard  # type: ignore[attr-defined]
     merged.jobs = jobs  # type: ignore[attr-defined]
     merged.parts = results  # type: ignore[attr-defined]
+    merged.request_tags = dict(spec.request_tags)
+    merged.examples_asked = examples
+    if stopper is not None and stopper.requested:
+        merged.cut_short = stopper.reason
     return merged
 
 
@@ -348,7 +364,8 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
     return merged
 
 
-def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True) -> CampaignSpec:
+def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
+                   request_tags: dict[str, str] | None = None) -> CampaignSpec:
     from duespec.targets.stdio import START_TIMEOUT
 
     return CampaignSpec(
@@ -356,7 +373,7 @@ def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True)
         start_timeout=max(args.timeout, START_TIMEOUT), profile=profile, steps=args.steps,
         depth=args.depth, max_classes=args.max_classes, declared=args.declared,
         ops=tuple(args.ops) if args.ops else None, skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
-        database=_database_spec(args), observe=observe)
+        database=_database_spec(args), observe=observe, request_tags=tuple(sorted((request_tags or {}).items())))
 
 
 def _database_spec(args: argparse.Namespace) -> str:

@@ -21,7 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from duespec import outputs
 from duespec.campaigns.run import CampaignResult
@@ -108,9 +108,9 @@ class CoverageReport:
             branches = ", ".join(f"{tag.split('.', 1)[1] if '.' in tag else tag} {count:,}"
                                  for tag, count in tags.items())
             lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  {branches}")
-        for id in self.never_reached:
-            if id in self.reasons:
-                lines.append(f"  never reached: {id}, by design: {self.reasons[id]}")
+        for reason, ids in _grouped_by_reason({id: self.reasons[id] for id in self.never_reached
+                                               if id in self.reasons}, keep_order=True).items():
+            lines.append(f"  never reached: {', '.join(ids)}, by design: {reason}")
         for reason, tags in _grouped_by_reason(self.excused_tags).items():
             lines.append(f"  branches out of [{self.profile}]'s reach: {', '.join(tags)}: {reason}")
         if self.unexplained:
@@ -126,14 +126,18 @@ class CoverageReport:
         return "\n".join(lines)
 
 
-def _grouped_by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:
+def _grouped_by_reason(reasons: dict[str, str], keep_order: bool = False) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
-    for key, reason in sorted(reasons.items()):
+    for key, reason in (reasons.items() if keep_order else sorted(reasons.items())):
         grouped.setdefault(reason, []).append(key)
     return grouped
 
 
-def coverage_report(system: System, profile: str, coverage: Counter[str]) -> CoverageReport:
+def coverage_report(system: System, profile: str, coverage: Counter[str], *,
+                    tags: Mapping[str, str] | None = None, left_out: Iterable[str] = ()) -> CoverageReport:
+    """The report of a campaign in `profile` whose promises and schedules carried `tags`
+    (--require-tag) and which left out the ops `left_out` (--ops/--skip-ops): what those
+    put out of its reach is listed with that reason, not as a gap."""
     problem = None
     try:
         ids = catalogue_ids(catalogue_text(system.catalogue))
@@ -147,21 +151,36 @@ def coverage_report(system: System, profile: str, coverage: Counter[str]) -> Cov
     order = {requirement: index for index, requirement in enumerate(ids)}
     for tag in sorted(coverage, key=lambda t: (order.get(requirement_of(t), len(order)), t)):
         grouped.setdefault(requirement_of(tag), {})[tag] = coverage[tag]
-    declared = [*system.unreached_reasons, *system.out_of_reach.get(profile, {})]
+    declared = [*system.unreached_reasons, *system.out_of_reach_in(profile, tags)]
+    reasons = system.reasons_in(profile, tags)
+    excused = system.excused_tags_in(profile, tags)
+    missing = sorted(tag for tag in system.required_in(profile, tags) if not coverage[tag])
+    never = [requirement for requirement in ids if requirement not in grouped]
+    left_out = sorted(left_out)
+    if left_out:
+        # A campaign narrowed to some ops: what only the others reach is out of its reach.
+        why = (f"this campaign leaves out {len(left_out)} op{'s' if len(left_out) > 1 else ''} "
+               f"({', '.join(left_out[:4])}{', ...' if len(left_out) > 4 else ''}; --ops/--skip-ops; "
+               f"every rule that takes an op left out is left out too), and a campaign with every "
+               f"op reaches it")
+        reasons = {**reasons, **{id: why for id in never if id not in reasons}}
+        excused = {**excused, **dict.fromkeys(missing, why)}
+        missing = []
     return CoverageReport(
         system=system.name, profile=profile, catalogue=system.catalogue, reached=grouped,
-        never_reached=[requirement for requirement in ids if requirement not in grouped],
-        missing_required=sorted(tag for tag in system.required_in(profile) if not coverage[tag]),
+        never_reached=never, missing_required=missing,
         unknown=sorted(tag for tag in coverage if requirement_of(tag) not in known) if ids else [],
-        catalogue_size=len(ids), catalogue_problem=problem, reasons=system.reasons_in(profile),
-        excused_tags={tag: why for tag, why in system.excused_tags_in(profile).items() if not coverage[tag]},
+        catalogue_size=len(ids), catalogue_problem=problem, reasons=reasons,
+        excused_tags={tag: why for tag, why in excused.items() if not coverage[tag]},
         reached_out_of_reach=sorted(key for key in declared
                                     if (coverage[key] if "." in key else key in grouped)),
     )
 
 
 def report_for(system: System, result: CampaignResult) -> CoverageReport:
-    return coverage_report(system, result.profile, result.coverage)
+    left_out = result.scope.left_out() if result.scope is not None else ()
+    return coverage_report(system, result.profile, result.coverage, tags=result.request_tags,
+                           left_out=left_out)
 
 
 def write_json(reports: list[CoverageReport], path: str | Path) -> Path:

@@ -34,10 +34,11 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
 from duespec.campaigns.classes import Masks
-from duespec.campaigns.lockstep import lockstep
+from duespec.campaigns.lockstep import CampaignStopped, lockstep
 from duespec.campaigns.minimise import minimise
 from duespec.campaigns.reset_leak import leak_trace, probe
 from duespec.campaigns.scope import Scope
+from duespec.campaigns.stopping import Stopper
 from duespec.coverage import collecting
 from duespec.systems import System
 from duespec.judge import Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
@@ -114,6 +115,12 @@ class CampaignResult:
     depths: list[dict[str, int]] = field(default_factory=list)
     #: Seconds into the campaign when the first failing run ended (before shrinking).
     first_failure_seconds: float | None = None
+    #: Why the campaign stopped before its runs were done (SIGTERM, SIGINT, --budget).
+    cut_short: str | None = None
+    #: Runs asked for (--examples) in the search that was cut short.
+    examples_asked: int = 0
+    #: The tags every promise and schedule of the campaign carried (--require-tag).
+    request_tags: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -148,7 +155,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  progress: ProgressCallback | None = None,
                  declared: Iterable[Any] = (), max_classes: int = 1,
                  scope: Scope | None = None, depth: float = 1.0, observe: bool = True,
-                 database: Callable[[Masks], Any] | None = None) -> CampaignResult:
+                 database: Callable[[Masks], Any] | None = None,
+                 request_tags: dict[str, str] | None = None, stopper: Stopper | None = None,
+                 on_finding: Callable[[int, Finding], None] | None = None) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` divergence classes (1: stop at the first failure).
 
@@ -157,9 +166,17 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     target that has no observe(): every response is compared, and its state is read
     through the system's public reads (System.probes) after every rule instead. `database`,
     when given, makes the Hypothesis example database of a search from the masks in force
-    (duespec.campaigns.database): saved failures are replayed before new generation."""
+    (duespec.campaigns.database): saved failures are replayed before new generation.
+    `request_tags` go on every promise and schedule a request creates (System.tag_request).
+    `stopper` cuts the campaign short (duespec.campaigns.stopping; the caller installs its
+    signal handlers, as conform does): the classes found so far are kept, and a failure
+    being shrunk is kept as it stands when the grace period ends."""
     if not observe and system.probes is None:
         raise ValueError(f"{system.name} has no public reads to check a target without observe() by")
+    stopper = stopper or Stopper()
+    request_tags = dict(request_tags or {})
+    if request_tags and system.tag_request is None:
+        raise ValueError(f"{system.name}'s requests carry no tags: --require-tag does not apply")
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
@@ -169,8 +186,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     machine = lockstep(system.machine, oracle, target, config, masks,
                        scope.excluded_rules if scope else frozenset(),
                        scope.excluded_ops if scope else frozenset(), depth,
-                       probes=None if observe else system.probes)
-    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None}
+                       probes=None if observe else system.probes,
+                       request_tags=request_tags, tag_request=system.tag_request,
+                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0))
+    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "smallest": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
@@ -189,6 +208,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             counted["failed_runs"] += 1
             if counted["first_failure"] is None:
                 counted["first_failure"] = time.perf_counter() - started
+            # the smallest failing run so far: what a search cut short while shrinking keeps
+            smallest = counted["smallest"]
+            if smallest is None or len(self.steps) < len(smallest[1]):
+                counted["smallest"] = (in_flight, list(self.steps), dict(machine.last_config))
         base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
@@ -205,8 +228,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     with collecting() as coverage, collecting() as step_tags:
         machine.step_tags = step_tags
         while True:
+            if stopper.requested:
+                break
             searches += 1
-            counted["failed_runs"] = 0
+            counted["failed_runs"], counted["smallest"] = 0, None
             hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
@@ -217,11 +242,23 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             except Unsatisfiable:
                 stopped = "every run of the last search ended at a masked difference"
                 break
+            except CampaignStopped:
+                if counted["smallest"] is None:
+                    break  # cut short with nothing failing in this search
+                error, steps, run_config = counted["smallest"]
+                finding = finding_of(error, steps, oracle, target, run_config, observe)
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
-                finding = finding_of(error, list(machine.last_steps), oracle, target, run_config, observe)
-                if finding.kind.compared and finding.divergence_class is not None:
-                    _minimise(finding, oracle, target, masks, observe)
+                steps = list(machine.last_steps)
+                if stopper.reason is not None and not isinstance(error, (Divergence, TargetRaised)):
+                    # A run that Hypothesis replays (its shrunk run, or data it generated) ended
+                    # by the stop, which it then calls flaky: the stop's doing, not the target's.
+                    if counted["smallest"] is None:
+                        break  # cut short with nothing failing in this search
+                    error, steps, run_config = counted["smallest"]
+                finding = finding_of(error, steps, oracle, target, run_config, observe)
+                if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
+                    _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
             findings.append(finding)
             found = finding.divergence_class
             if finding.kind.outcome not in ("divergence", "target_error") or found is None:
@@ -230,6 +267,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = f"the class {found.label()} was found again although masked"
                 break
             finding.declared = masks.add(found)
+            if on_finding is not None:
+                on_finding(len(findings), finding)
             if len(findings) >= max_classes:
                 stopped = (None if max_classes == 1 else
                            f"stopped at {max_classes} classes (--max-classes); there may be more")
@@ -247,6 +286,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         findings=findings, masks=masks, scope=scope, searches=searches, stopped=stopped,
         depths=list(machine.depths),
         first_failure_seconds=counted["first_failure"] if first else None,
+        cut_short=stopper.reason, examples_asked=examples, request_tags=request_tags,
     )
 
 

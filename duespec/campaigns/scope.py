@@ -5,6 +5,11 @@ decorators included) and in the machine's methods it calls, transitively. A rule
 call an excluded op is not drawn; an initializer that does cannot be left out (every run
 opens with it), so its ops stay in the campaign and are reported. Whatever escapes the
 reading is caught at run time: a step with an excluded op ends its run uncompared.
+
+An opening that steers around excluded ops (ProtocolMachine.skippable_in_opening: the
+ops its steps leave out when the campaign does) is not held to them. Ops a campaign sends
+that the system does not have (System.unknown_ops, an unknown op answered as malformed) are
+named like any other.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ class Scope:
     #: Excluded ops every run still takes, in its opening.
     kept_for_opening: tuple[str, ...]
 
+    def left_out(self) -> frozenset[str]:
+        """The ops no step of the campaign takes."""
+        return self.excluded_ops
+
     def describe(self) -> str:
         left_out = sorted(self.excluded_ops | set(self.kept_for_opening))
         lines = [f"ops left out: {', '.join(left_out)} (rules not drawn: "
@@ -48,18 +57,19 @@ def scope_of(system: System, ops: Iterable[str] | None, skip_ops: Iterable[str] 
     wanted, skipped = _names(ops), _names(skip_ops)
     if not wanted and not skipped:
         return None
-    known = list(system.operations)
-    unknown = [op for op in (*wanted, *skipped) if op not in system.operations]
+    known = list(system.nameable_ops)
+    unknown = [op for op in (*wanted, *skipped) if op not in known]
     if unknown:
         raise ScopeError(f"{system.name} has no op {', '.join(unknown)}; known: {', '.join(known)}")
     allowed = (set(wanted) if wanted else set(known)) - set(skipped)
     excluded = frozenset(known) - allowed
     rules, openers = rule_ops(system.machine, frozenset(known))
     excluded_rules = frozenset(name for name, called in rules.items() if called & excluded)
-    if excluded_rules >= set(rules) or not allowed:
+    if excluded_rules >= set(rules) or not allowed & set(system.operations):  # an unknown op alone is no campaign
         raise ScopeError(f"--ops/--skip-ops leave {system.name} no rule to draw (ops left: "
                          f"{', '.join(sorted(allowed)) or 'none'})")
-    kept = tuple(sorted(set().union(*openers.values()) & excluded)) if openers else ()
+    skippable = getattr(system.machine, "skippable_in_opening", frozenset())
+    kept = tuple(sorted(set().union(*openers.values()) & excluded - skippable)) if openers else ()
     return Scope(excluded - set(kept), excluded_rules, kept)
 
 

@@ -14,7 +14,7 @@ import importlib
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from duespec.exits import UsageError
 from duespec.systems.machine import ProtocolMachine
@@ -101,20 +101,44 @@ class System:
     #: must have observe().
     probes: Probes | None = None
     blind_spots: str = ""
+    #: Ops a campaign sends that the system does not have (an unknown op, answered as
+    #: malformed): nameable in --ops, --skip-ops and a declaration's `op` like any other.
+    unknown_ops: tuple[str, ...] = ()
+    #: (op, args, required tags) -> the args with every promise and schedule they create
+    #: carrying those tags (`--require-tag`, a declarations file's [inputs]); None when the
+    #: system's requests carry no tags. Only a well-formed tags object gets the tags, so a
+    #: request that is malformed on purpose stays malformed.
+    tag_request: Callable[[str, Any, Mapping[str, str]], Any] | None = None
+    #: required tags -> {requirement ID or tag: why a campaign whose every promise and
+    #: schedule carries them cannot reach it}.
+    out_of_reach_with_tags: Callable[[Mapping[str, str]], dict[str, str]] | None = None
 
-    def reasons_in(self, profile: str) -> dict[str, str]:
+    @property
+    def nameable_ops(self) -> tuple[str, ...]:
+        """Every op a campaign may send: the system's and its unknown ops."""
+        return (*self.operations, *self.unknown_ops)
+
+    def out_of_reach_in(self, profile: str, tags: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Requirement ID or tag -> why a campaign in `profile` (whose promises and
+        schedules carry `tags`) cannot reach it."""
+        out = dict(self.out_of_reach.get(profile, {}))
+        if tags and self.out_of_reach_with_tags is not None:
+            out.update({key: why for key, why in self.out_of_reach_with_tags(tags).items() if key not in out})
+        return out
+
+    def reasons_in(self, profile: str, tags: Mapping[str, str] | None = None) -> dict[str, str]:
         """Requirement ID -> why a campaign in `profile` does not reach it."""
         return {**self.unreached_reasons,
-                **{key: why for key, why in self.out_of_reach.get(profile, {}).items() if "." not in key}}
+                **{key: why for key, why in self.out_of_reach_in(profile, tags).items() if "." not in key}}
 
-    def excused_tags_in(self, profile: str) -> dict[str, str]:
+    def excused_tags_in(self, profile: str, tags: Mapping[str, str] | None = None) -> dict[str, str]:
         """Tag -> why a campaign in `profile` cannot take that branch (of a requirement it
         otherwise reaches)."""
-        return {key: why for key, why in self.out_of_reach.get(profile, {}).items() if "." in key}
+        return {key: why for key, why in self.out_of_reach_in(profile, tags).items() if "." in key}
 
-    def required_in(self, profile: str) -> frozenset[str]:
+    def required_in(self, profile: str, tags: Mapping[str, str] | None = None) -> frozenset[str]:
         """The required tags a default campaign in `profile` must reach: those it can."""
-        out = self.out_of_reach.get(profile, {})
+        out = self.out_of_reach_in(profile, tags)
         return frozenset(tag for tag in self.required_tags
                          if tag not in out and tag.split(".", 1)[0] not in out)
 

@@ -25,6 +25,12 @@ class ProtocolMachine(RuleBasedStateMachine):
     config: ClassVar[dict[str, Json]]
     #: Ops left out of the campaign (--ops/--skip-ops): a rule may steer around them.
     excluded_ops: ClassVar[frozenset[str]] = frozenset()
+    #: Ops the machine's openings (initialize rules) and deep runs leave out when the
+    #: campaign does, rather than take: they are not "still taken by every run's opening".
+    skippable_in_opening: ClassVar[frozenset[str]] = frozenset()
+    #: Tags every promise and schedule a request creates must carry (--require-tag); the
+    #: campaign applies them to every request (System.tag_request).
+    request_tags: ClassVar[dict[str, str]] = {}
     #: Scale of the deep runs a machine mixes in (0: none); `--depth`.
     depth: ClassVar[float] = 1.0
     #: The oracle (normally the model) and the steps taken so far, set by the campaign.

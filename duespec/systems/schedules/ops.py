@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from typing import Any
+from typing import Any, Mapping
 
 from hypothesis import strategies as st
 
@@ -305,3 +305,40 @@ def pool(common: tuple[Any, ...], invalid: tuple[Any, ...], one_in: int = 30) ->
     the common values are repeated so that they outweigh the invalid ones."""
     repeat = max(1, round((one_in - 1) * len(invalid) / len(common)))
     return st.sampled_from(common * repeat + invalid)
+
+
+#: Where each op's request carries the tags of a promise or schedule it creates:
+#: a key path into the args (task.fence's only when its action creates).
+TAGGED_ARGS: dict[str, tuple[str, ...]] = {
+    "schedule.create": ("promiseTags",),
+    "promise.create": ("tags",),
+    "task.create": ("action", "tags"),
+    "task.fence": ("action", "tags"),
+}
+
+
+def with_required_tags(op: str, args: Any, required: Mapping[str, str]) -> Any:
+    """The request `args` with `required` put into the tags of every promise and schedule
+    it creates (`--require-tag`: a real server that refuses a schedule without a
+    `resonate:target`). The tags become the required values; the args are copied, never
+    changed. Only a tags value that is an object gets them, and only where the request
+    has the shape that carries it (a fence's action only when it creates), so a request
+    malformed on purpose (tags null, a list, args that are no object) stays as it was."""
+    path = TAGGED_ARGS.get(op)
+    if not required or path is None or not isinstance(args, dict):
+        return args
+    if op == "task.fence" and not (isinstance(args.get("action"), dict) and args["action"].get("kind") == "create"):
+        return args
+    *outer, key = path
+    holder = args
+    for name in outer:
+        holder = holder.get(name) if isinstance(holder, dict) else None
+    if not isinstance(holder, dict) or not isinstance(holder.get(key), dict):
+        return args
+    shaped = dict(args)
+    inner = shaped
+    for name in outer:
+        inner[name] = dict(inner[name])
+        inner = inner[name]
+    inner[key] = {**inner[key], **required}
+    return shaped

@@ -4,6 +4,8 @@ report and checked by tests/test_schedules_machine.py."""
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from duespec.systems.schedules.ops import FIELD_EDGES
 
 
@@ -110,3 +112,17 @@ OUT_OF_REACH: dict[str, dict[str, str]] = {
                                 "server does (DEP-04), never 501",
     },
 }
+
+
+def out_of_reach_with_tags(tags: Mapping[str, str]) -> dict[str, str]:
+    """Branches a campaign whose every promise and schedule carries `tags` (--require-tag)
+    cannot take, and why: a `resonate:target` on every promise leaves none untargeted."""
+    if "resonate:target" not in tags:
+        return {}
+    why = ("every promise and schedule this campaign creates carries the required "
+           "resonate:target tag (--require-tag), so {what}")
+    return {
+        # DEP-01 has that one branch: the whole requirement is out of reach
+        "DEP-01": why.format(what="no schedule.create lacks a target (DEP-01's only branch)"),
+        "T-02.no_target": why.format(what="task.create never meets an untargeted promise"),
+    }
