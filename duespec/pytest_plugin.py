@@ -21,7 +21,6 @@ import contextlib
 import fcntl
 import io
 import json
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +90,7 @@ def run_conform(system: str, target: str, **options: Any) -> ConformOutcome:
             with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
                 args = build_parser().parse_args(argv)
                 code = int(args.run(args))
-        except SystemExit as error:  # argparse: bad options
+        except SystemExit:  # argparse: bad options
             raise DuespecUsageError(f"duespec {' '.join(argv)}: bad options\n{output.getvalue()}") from None
         except Exception as error:  # UsageError, an unusable target: the CLI's exit 2
             raise DuespecUsageError(f"duespec conform: {explain(error)}") from None

@@ -30,8 +30,6 @@ from duespec.campaigns.run import (
     Finding,
     add_budget_arguments,
     positive_int,
-    progress_printer,
-    run_campaign,
     write_failure_trace,
 )
 from duespec.campaigns.scope import ScopeError, scope_of

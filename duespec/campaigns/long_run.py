@@ -21,7 +21,7 @@ from duespec.campaigns.stopping import Stopper
 from duespec.coverage import collecting
 from duespec.systems import System
 from duespec.judge import Difference, Divergence, StepJudge, TargetRaised, Verdict
-from duespec.targets.interface import Json, TargetFactory, close_quietly
+from duespec.targets.interface import TargetFactory, close_quietly
 
 #: Steps between whole-state comparisons (every response is compared at every step).
 STATE_EVERY = 250

@@ -22,6 +22,7 @@ from typing import Any
 from duespec.campaigns import junit
 from duespec.campaigns.conform import summary_table, verdict_line
 from duespec.campaigns.parallel import combine, cutoff
+from duespec.campaigns.run import CampaignResult
 from duespec.campaigns.report_json import campaign_from_json, campaign_to_json, load_report, write_report
 from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_USAGE, UsageError
 

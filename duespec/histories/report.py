@@ -271,7 +271,7 @@ def render_html(verdict: Verdict, source: str = "") -> str:
     blocked = by_index.get(stuck.call)
     if blocked is not None and answer is not None:
         parts.append(f"<h2>The failing call: recorded answer against the model's</h2><table id=answer-diff>"
-                     f"<tr><th>field</th><th>recorded</th><th>model</th></tr>")
+                     "<tr><th>field</th><th>recorded</th><th>model</th></tr>")
         for path, rec, mod in diff(blocked.response if blocked.response is not None else {}, answer):
             parts.append(f"<tr><td><code>{_e(path)}</code></td><td><code>{_e(json.dumps(rec))}</code></td>"
                          f"<td><code>{_e(json.dumps(mod))}</code></td></tr>")

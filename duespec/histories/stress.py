@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import os
 import random
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
