@@ -270,7 +270,7 @@ def render_html(verdict: Verdict, source: str = "") -> str:
         previous, before, after, answer = stuck.state, stuck.state, None, {"error": f"{type(error).__name__}: {error}"}
     blocked = by_index.get(stuck.call)
     if blocked is not None and answer is not None:
-        parts.append(f"<h2>The failing call: recorded answer against the model's</h2><table id=answer-diff>"
+        parts.append("<h2>The failing call: recorded answer against the model's</h2><table id=answer-diff>"
                      "<tr><th>field</th><th>recorded</th><th>model</th></tr>")
         for path, rec, mod in diff(blocked.response if blocked.response is not None else {}, answer):
             parts.append(f"<tr><td><code>{_e(path)}</code></td><td><code>{_e(json.dumps(rec))}</code></td>"
