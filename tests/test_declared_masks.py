@@ -90,3 +90,30 @@ def test_the_harmless_difference_alone_holds_with_every_run_taken_to_its_end(
     verdict = out.splitlines()[0]
     assert verdict.startswith("HOLDS: schedules [lean]") and "1 declared" in verdict, verdict
     assert verdict.endswith("; 0 runs ended early"), verdict
+
+
+class ExpireSaysNope(OnlyTheTickAnswerDiffers):
+    """A duebook whose every refused expire answers one wrong error code, whichever
+    requirement refused it: one cause, reached through several requirements."""
+
+    def __init__(self) -> None:
+        from duespec.systems import get_system as system_named
+
+        self.inner = system_named("duebook").impl()
+
+    def step(self, op: str, args: dict[str, Any], now: int) -> dict[str, Any]:
+        response = self.inner.step(op, args, now)
+        return {"error": "nope"} if op == "expire" and "error" in response else response
+
+
+def test_one_cause_reached_through_several_requirements_is_one_class() -> None:
+    from duespec.campaigns.run import run_campaign
+
+    result = run_campaign(get_system("duebook"), ExpireSaysNope, examples=300, max_classes=5)
+    labels = [finding.divergence_class.label().rsplit(" [", 1)[0] for finding in result.findings
+              if finding.divergence_class is not None]
+    assert labels.count("response expire $.error") == 1, labels
+    found = next(f.divergence_class for f in result.findings if f.divergence_class is not None
+                 and f.divergence_class.op == "expire")
+    assert result.masks is not None and len(result.masks.requirement_sets_of(found)) >= 2, \
+        result.masks.requirement_sets_of(found)
