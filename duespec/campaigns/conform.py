@@ -249,16 +249,18 @@ def preflight(system: System, factory: TargetFactory, profile: str, observe: str
     """Start one instance before the campaign, so a target that cannot even start is reported
     as unusable (exit 2) instead of as a counterexample of zero steps. Whether its whole
     state is compared: `state` requires observe(), `none` never calls it, and `auto`
-    compares it when observe() answers and falls back to a response-only check when it
-    cannot (a server without duespec's snapshot)."""
+    compares it when observe() answers and falls back to a response-only check only when
+    the target says it has none (an HTTP server answering debug.snap with 400, 404 or
+    501; a Python target whose observe() raises NotImplementedError). An observe() that
+    fails any other way is an unusable target, never a quiet fallback."""
     try:
         target = factory()
         target.reset(system.config(profile))
         try:
             if observe != "none":
                 target.observe()
-        except TargetError:
-            if observe == "state" or system.probes is None:
+        except TargetError as error:
+            if observe == "state" or system.probes is None or not error.says_not_offered:
                 raise
             observe = "none"
         close_target(target)
@@ -427,7 +429,8 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                         help="compare the target's whole state after every step (state), or check "
                              "it through public reads of what each step touched, every answer "
                              "compared (none: a server that cannot show its state); auto (the "
-                             "default) compares the state when the target's observe() answers")
+                             "default) compares the state unless the target says it has no "
+                             "observe() (NotImplementedError; debug.snap answered 400, 404 or 501)")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")

@@ -114,9 +114,18 @@ class TargetError(Exception):
     An exception from a Python target's own code carries its type and last frames."""
 
     def __init__(self, message: str, *, unusable: bool = False, exc_type: str | None = None,
-                 exc_message: str = "", frames: tuple[str, ...] = ()) -> None:
+                 exc_message: str = "", frames: tuple[str, ...] = (), not_offered: bool = False) -> None:
         super().__init__(message)
         self.unusable, self.exc_type, self.exc_message, self.frames = unusable, exc_type, exc_message, frames
+        #: The target says it does not offer what was asked (an HTTP server without
+        #: duespec's debug.snap): not a failure, a capability it lacks.
+        self.not_offered = not_offered
+
+    @property
+    def says_not_offered(self) -> bool:
+        """The call failed because the target does not offer it: it said so (an HTTP
+        server answering 400, 404 or 501), or a Python target raised NotImplementedError."""
+        return self.not_offered or self.exc_type == "NotImplementedError"
 
 
 def same_json(a: Json, b: Json) -> bool:

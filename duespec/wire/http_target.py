@@ -54,7 +54,8 @@ class HttpTarget:
     def observe(self) -> dict[str, Json]:
         status, data, exchange = self._call("debug.snap", {})
         if status != 200 or not isinstance(data, dict):
-            raise TargetError(f"{self.url} answered debug.snap with {status}\n{exchange}")
+            raise TargetError(f"{self.url} answered debug.snap with {status}\n{exchange}",
+                              not_offered=status in (400, 404, 501))
         return data
 
     def close(self) -> None:
