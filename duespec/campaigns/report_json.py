@@ -1,20 +1,6 @@
-"""The machine-readable report of every campaign command (`--json FILE`), and reading it back.
-
-What `duespec merge` (duespec.campaigns.merge) combines.
-
-Every campaign command writes a machine-readable report with `--json FILE` (schema
-below). A campaign split with `--shard I/N` over N machines writes N reports; `merge`
-checks that together they ran every chunk of each campaign exactly once, and prints the
-verdict, the class table and (with `--junit`) one JUnit file, as the unsharded campaign
-would. Exit 0: every campaign holds (and every trace replayed is confirmed); 1: a class is
-not declared or a trace diverges; 2: a report is malformed, shards overlap or are missing.
-
-Report (JSON, `"duespec_report": 1`): `command`, `exit`, `campaigns` (one per system and
-profile: its budget, the chunks it ran of `total_chunks`, runs, steps, seconds, coverage,
-what masks kept from comparison, the database's counts, and `findings`: per class its
-kind, class, summary, counterexample, config, declared entries, the chunks that found it,
-its trace and the text of its report) and `replays` (per trace: path, verdict, report).
-"""
+"""The machine-readable report of every campaign command (`--json FILE`), and reading it
+back: what `duespec merge` combines. Its schema is in duespec.campaigns.merge's docstring
+and docs/campaigns.md."""
 
 from __future__ import annotations
 
