@@ -1,6 +1,5 @@
 """The machine-readable report of every campaign command (`--json FILE`), and reading it
-back: what `duespec merge` combines. Its schema is in duespec.campaigns.merge's docstring
-and docs/campaigns.md."""
+back: what `duespec merge` combines. Its schema is in duespec.campaigns.merge's docstring."""
 
 from __future__ import annotations
 
