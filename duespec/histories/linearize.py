@@ -216,7 +216,7 @@ class _Search:
         self._instants: dict[bytes, list[int]] = {}
         # Instants any call of this part names: one call's hidden `now` may show only in
         # another's answer (a stored createdAt, read back by a later get).
-        self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _ints(v)})
+        self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _scalars(v, int)})
 
     def fresh(self) -> Any:
         target = self.factory()
@@ -259,7 +259,7 @@ class _Search:
             return []
         named = self._instants.get(key)
         if named is None:
-            named = self._instants[key] = sorted(set(_ints(target.observe())))
+            named = self._instants[key] = sorted(set(_scalars(target.observe(), int)))
         lo = int(lo)
         out = {lo}
         if hi != _INF:
@@ -436,25 +436,12 @@ def _leaves(value: Json, prefix: str = "") -> dict[str, Json]:
     return {prefix: value}
 
 
-def _strings(value: Json) -> Iterator[str]:
-    """Every string in a JSON value (keys left out)."""
+def _scalars(value: Json, kind: type) -> Iterator[Any]:
+    """Every value of exactly `kind` in a JSON value (keys left out; `int` takes no bools)."""
     stack = [value]
     while stack:
         v = stack.pop()
-        if type(v) is str:
-            yield v
-        elif type(v) is dict:
-            stack.extend(v.values())
-        elif type(v) is list:
-            stack.extend(v)
-
-
-def _ints(value: Json) -> Iterator[int]:
-    """Every integer in a JSON value (bools are not)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is int:
+        if type(v) is kind:
             yield v
         elif type(v) is dict:
             stack.extend(v.values())
@@ -668,7 +655,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     keys_of = {i: hooks.keys(events[i].op, events[i].args) for i in current}
     focus = keys_of.get(culprit) if culprit is not None else None
     if culprit is not None and focus is None:
-        named = set(_strings(events[culprit].response))
+        named = set(_scalars(events[culprit].response, str))
         focus = frozenset(k for ks in keys_of.values() if ks for k in ks if k.partition(":")[2] in named)
     if focus:
         near = sorted({i for i in current if (keys_of[i] or frozenset()) & focus} | {culprit})
