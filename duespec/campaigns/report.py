@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 from duespec import outputs
 from duespec.campaigns.run import CampaignResult
 from duespec.systems import System
+from duespec.judge import requirement_of
 
 #: A requirement ID: one to four capital letters, a dash, two or three digits (D-07, ENV-01).
 REQUIREMENT_ID = re.compile(r"\b([A-Z]{1,4}-\d{2,3})\b")
@@ -49,11 +50,6 @@ def catalogue_ids(text: str) -> list[str]:
     a catalogue with no such line falls back to every ID it mentions."""
     found = DEFINED_ID.findall(text) or REQUIREMENT_ID.findall(text)
     return list(dict.fromkeys(found))
-
-
-def requirement_of(tag: str) -> str:
-    """"D-09.not_due" -> "D-09"."""
-    return tag.split(".", 1)[0]
 
 
 @dataclass(frozen=True)
