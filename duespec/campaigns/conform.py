@@ -116,6 +116,8 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
         command += ["--depth", f"{args.depth:g}"]
     if getattr(args, "long_run", None):
         command += ["--long-run", str(args.long_run)]
+    if getattr(args, "reset", "auto") == "none":
+        command += ["--reset", "none"]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
         lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
@@ -245,17 +247,37 @@ def finding_printer(number: int, finding: Finding) -> None:
           f"{', declared' if finding.declared else ''}); searching on", file=sys.stderr, flush=True)
 
 
-def preflight(system: System, factory: TargetFactory, profile: str, observe: str = "state") -> bool:
+def preflight(system: System, factory: TargetFactory, profile: str, observe: str = "state",
+              reset: str = "target") -> tuple[bool, bool]:
     """Start one instance before the campaign, so a target that cannot even start is reported
     as unusable (exit 2) instead of as a counterexample of zero steps. Whether its whole
     state is compared: `state` requires observe(), `none` never calls it, and `auto`
     compares it when observe() answers and falls back to a response-only check only when
     the target says it has none (an HTTP server answering debug.snap with 400, 404 or
     501; a Python target whose observe() raises NotImplementedError). An observe() that
-    fails any other way is an unusable target, never a quiet fallback."""
+    fails any other way is an unusable target, never a quiet fallback.
+
+    Whether the target is reset between runs, the same way: `target` requires reset(),
+    `none` never calls it (each run in a namespace of its own, System.namespace), and
+    `auto` falls back to namespaces only when the target says it has no reset (debug.reset
+    answered 400, 404 or 501; NotImplementedError). A target that is not reset shows
+    other runs' objects in its state, so its state is never observed whole.
+
+    Returns (observe the whole state, reset the target)."""
     try:
         target = factory()
-        target.reset(system.config(profile))
+        if reset != "none":
+            try:
+                target.reset(system.config(profile))
+            except TargetError as error:
+                if reset == "target" or system.namespace is None or not error.says_not_offered:
+                    raise
+                reset = "none"
+        if reset == "none":
+            if observe == "state":
+                raise UsageError("--observe state: a target that is not reset holds other runs' objects, "
+                                 "so its whole state is not one run's; use --observe none (or auto)")
+            observe = "none"
         try:
             if observe != "none":
                 target.observe()
@@ -264,7 +286,7 @@ def preflight(system: System, factory: TargetFactory, profile: str, observe: str
                 raise
             observe = "none"
         close_target(target)
-        return observe != "none"
+        return observe != "none", reset != "none"
     except TargetError as error:
         raise UsageError(f"target unusable: {error}") from None
     except Exception as error:  # a Python target's constructor or reset may raise anything
@@ -314,7 +336,15 @@ def main(args: argparse.Namespace) -> int:
         database = parallel.open_database_of(args)
         if args.observe == "none" and system.probes is None:
             raise UsageError(f"{system.name} has no public reads to check a target without its state by")
-        observe = preflight(system, factory, profiles[0], args.observe)
+        reset_mode = getattr(args, "reset", "target")
+        if reset_mode == "none" and system.namespace is None:
+            raise UsageError(f"--reset none: {system.name} has no id namespaces, so its target must offer reset")
+        observe, reset = preflight(system, factory, profiles[0], args.observe, reset_mode)
+        if not reset:
+            args.reset = "none"  # the reproduce command says so
+            print(f"no reset: the target keeps every run's objects, so each run sends its ids, templates and "
+                  f"tags under a token of its own (run-<hex>-), the model is reset alone, and every run uses "
+                  f"the target's own config; not seen that way: {system.namespace.blind_spots}", flush=True)
         if not observe:
             print(f"response-only: every answer is compared, and the state through the public reads of "
                   f"what each step touched, not whole; not seen that way: {system.blind_spots}", flush=True)
@@ -328,12 +358,16 @@ def main(args: argparse.Namespace) -> int:
                       f"[{profile}]", flush=True)
                 continue
             if long:
+                if not reset:
+                    print(f"not run: long run [{profile}] (it needs a target that can be reset)", flush=True)
+                    continue
                 result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed,
                                   observe=observe, request_tags=request_tags, stopper=stopper)
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
                 result = parallel.run_chunks(
-                    system, factory, parallel.spec_from_args(args, profile, observe, request_tags), seed=args.seed,
+                    system, factory, parallel.spec_from_args(args, profile, observe, request_tags, reset),
+                    seed=args.seed,
                     examples=args.examples, jobs=jobs, shard=args.shard, declared=declared, scope=scope,
                     database=database, progress_every=args.progress, stopper=stopper,
                     on_finding=finding_printer if args.progress > 0 else None)
@@ -431,6 +465,12 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                              "compared (none: a server that cannot show its state); auto (the "
                              "default) compares the state unless the target says it has no "
                              "observe() (NotImplementedError; debug.snap answered 400, 404 or 501)")
+    parser.add_argument("--reset", choices=("auto", "target", "none"), default="auto",
+                        help="reset the target before every run (target), or never (none: a server "
+                             "that keeps every run's objects; each run's ids, templates and tags "
+                             "carry a token of its own, the model is reset alone, and the state is "
+                             "checked response-only); auto (the default) resets unless the target "
+                             "says it cannot (NotImplementedError; debug.reset answered 400, 404 or 501)")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")

@@ -78,6 +78,9 @@ class LockstepMachine(ProtocolMachine):
     #: Whether the campaign has been told to stop (a signal, its --budget): checked before
     #: every step and comparison, so a run ends at the next one (CampaignStopped).
     stop_requested: ClassVar[Any] = staticmethod(lambda: False)
+    #: The target is never reset (a namespace per run, duespec.targets.namespaced): it runs
+    #: with its own config, so the machine's drawn configs are not applied.
+    fixed_config: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -96,11 +99,15 @@ class LockstepMachine(ProtocolMachine):
         self.act_on(self.judge.reset(self.config))
         type(self).last_config = dict(self.config)
 
-    def reconfigure(self, config: dict[str, Json]) -> None:
+    def reconfigure(self, config: dict[str, Json]) -> bool:
         """Reset both sides to this run's own config, drawn by the machine's first
-        initialize rule: a target that only works with the default config must not pass."""
+        initialize rule: a target that only works with the default config must not pass.
+        A target that is not reset (fixed_config) keeps the campaign's: False."""
+        if self.fixed_config:
+            return False
         self.act_on(self.judge.reset(config))
         type(self).last_config = dict(config)
+        return True
 
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on both sides; return the oracle's response for the rules to use."""
@@ -185,7 +192,7 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
              excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0,
              probes: Probes | None = None,
              request_tags: dict[str, str] | None = None, tag_request: Any = None,
-             stop_requested: Any = None) -> type[LockstepMachine]:
+             stop_requested: Any = None, fixed_config: bool = False) -> type[LockstepMachine]:
     """A runnable machine class: a system's rules (`base`) but `excluded_rules`, bound to
     a LockstepMachine (unless `base` already is one), with this oracle, this target, this
     config, these masks, this depth."""
@@ -204,6 +211,7 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
         "request_tags": dict(request_tags or {}),
         "tag_request": staticmethod(tag_request) if tag_request is not None else None,
         "stop_requested": staticmethod(stop_requested or (lambda: False)),
+        "fixed_config": fixed_config,
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))

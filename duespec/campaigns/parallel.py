@@ -146,6 +146,8 @@ class CampaignSpec:
     observe: bool = True
     #: Tags every promise and schedule the campaign creates carries (--require-tag).
     request_tags: tuple[tuple[str, str], ...] = ()
+    #: False: the target is never reset; each run gets a namespace of its own (--reset none).
+    reset: bool = True
 
 
 # -- one chunk ------------------------------------------------------------------------
@@ -159,7 +161,8 @@ def run_chunk(system: System, factory: TargetFactory, spec: CampaignSpec, chunk:
                           step_count=spec.steps, declared=declared, max_classes=spec.max_classes,
                           scope=scope, depth=spec.depth, progress=progress, observe=spec.observe,
                           database=campaign_db.bind if campaign_db is not None else None,
-                          request_tags=dict(spec.request_tags), stopper=stopper, on_finding=on_finding)
+                          request_tags=dict(spec.request_tags), stopper=stopper, on_finding=on_finding,
+                          reset=spec.reset)
     mark_chunk(result, chunk.index, campaign_db.stats if campaign_db is not None else None)
     return result
 
@@ -358,6 +361,7 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
         failure_kind=first.kind if first else None, failure_summary=first.summary if first else None,
         findings=findings, masks=masks, scope=scope if scope is not None else (parts[0].scope if parts else None),
         searches=sum(p.searches for p in parts), stopped=stopped, depths=depths,
+        namespaced=any(p.namespaced for p in parts),
         first_failure_seconds=min(firsts) if firsts and first else None)
     merged.chunks = sorted({c for p in parts for c in getattr(p, "chunks", [])})  # type: ignore[attr-defined]
     merged.database_stats = stats  # type: ignore[attr-defined]
@@ -365,7 +369,7 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
 
 
 def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
-                   request_tags: dict[str, str] | None = None) -> CampaignSpec:
+                   request_tags: dict[str, str] | None = None, reset: bool = True) -> CampaignSpec:
     from duespec.targets.stdio import START_TIMEOUT
 
     return CampaignSpec(
@@ -373,7 +377,8 @@ def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
         start_timeout=max(args.timeout, START_TIMEOUT), profile=profile, steps=args.steps,
         depth=args.depth, max_classes=args.max_classes, declared=args.declared,
         ops=tuple(args.ops) if args.ops else None, skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
-        database=_database_spec(args), observe=observe, request_tags=tuple(sorted((request_tags or {}).items())))
+        database=_database_spec(args), observe=observe, request_tags=tuple(sorted((request_tags or {}).items())),
+        reset=reset)
 
 
 def _database_spec(args: argparse.Namespace) -> str:

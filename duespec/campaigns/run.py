@@ -43,6 +43,7 @@ from duespec.coverage import collecting
 from duespec.systems import System
 from duespec.judge import Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
 from duespec.targets.interface import TargetError, TargetFactory
+from duespec.targets.namespaced import namespaced
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
@@ -121,6 +122,8 @@ class CampaignResult:
     examples_asked: int = 0
     #: The tags every promise and schedule of the campaign carried (--require-tag).
     request_tags: dict[str, str] = field(default_factory=dict)
+    #: The target was never reset: each run in a namespace of its own (--reset none).
+    namespaced: bool = False
 
     @property
     def ok(self) -> bool:
@@ -157,7 +160,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  scope: Scope | None = None, depth: float = 1.0, observe: bool = True,
                  database: Callable[[Masks], Any] | None = None,
                  request_tags: dict[str, str] | None = None, stopper: Stopper | None = None,
-                 on_finding: Callable[[int, Finding], None] | None = None) -> CampaignResult:
+                 on_finding: Callable[[int, Finding], None] | None = None,
+                 reset: bool = True) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` divergence classes (1: stop at the first failure).
 
@@ -170,7 +174,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     `request_tags` go on every promise and schedule a request creates (System.tag_request).
     `stopper` cuts the campaign short (duespec.campaigns.stopping; the caller installs its
     signal handlers, as conform does): the classes found so far are kept, and a failure
-    being shrunk is kept as it stands when the grace period ends."""
+    being shrunk is kept as it stands when the grace period ends. `reset=False` checks a
+    target that cannot be reset: every run (and every replay of one while shrinking) in
+    a namespace of its own (duespec.targets.namespaced), the model reset alone, the
+    campaign's config kept for every run, and the state checked response-only."""
+    if not reset:
+        target = namespaced(target, system.namespace, system.name)
+        observe = False
     if not observe and system.probes is None:
         raise ValueError(f"{system.name} has no public reads to check a target without observe() by")
     stopper = stopper or Stopper()
@@ -188,7 +198,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        scope.excluded_ops if scope else frozenset(), depth,
                        probes=None if observe else system.probes,
                        request_tags=request_tags, tag_request=system.tag_request,
-                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0))
+                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0),
+                       fixed_config=not reset)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "smallest": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
@@ -287,6 +298,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         depths=list(machine.depths),
         first_failure_seconds=counted["first_failure"] if first else None,
         cut_short=stopper.reason, examples_asked=examples, request_tags=request_tags,
+        namespaced=not reset,
     )
 
 
@@ -435,6 +447,8 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
         "target": target, "target_identity": identity,
         "failure_kind": kind.outcome if (kind := finding.kind if finding else result.failure_kind) else None,
         "failure": ((finding.summary if finding else result.failure_summary) or result.failure or "")[:2000]}
+    if result.namespaced:
+        extra["reset"] = "none"  # replay keeps it: a namespace per run, on a target never reset
     if finding is not None and finding.divergence_class is not None:
         extra["divergence_class"] = finding.divergence_class.to_json()
         if finding.declared:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Protocol
 from duespec.exits import UsageError
 from duespec.systems.machine import ProtocolMachine
 from duespec.targets.interface import TargetFactory
+from duespec.targets.namespaced import Namespacing
 
 #: The systems duespec ships: name -> the module whose SYSTEM describes it.
 BUILT_IN = {"duebook": "duespec.systems.duebook", "schedules": "duespec.systems.schedules"}
@@ -112,6 +113,12 @@ class System:
     #: required tags -> {requirement ID or tag: why a campaign whose every promise and
     #: schedule carries them cannot reach it}.
     out_of_reach_with_tags: Callable[[Mapping[str, str]], dict[str, str]] | None = None
+    #: How one run is kept apart on a target that cannot be reset (`conform --reset none`,
+    #: duespec.targets.namespaced): which request fields are ids, templates and tags the run
+    #: makes, how its answers lose the run's token and other runs' entries, how a run's
+    #: objects are retired; its `blind_spots` say what such a campaign cannot see. None:
+    #: every target must offer reset.
+    namespace: Namespacing | None = None
 
     @property
     def nameable_ops(self) -> tuple[str, ...]:

@@ -45,8 +45,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         """The oracle's observable state after the latest step."""
         raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")
 
-    def reconfigure(self, config: dict[str, Json]) -> None:
-        """Reset both sides to this run's own config."""
+    def reconfigure(self, config: dict[str, Json]) -> bool:
+        """Reset both sides to this run's own config; False when the target keeps its own
+        (one that cannot be reset): the run goes on with the campaign's config."""
         raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")
 
     def check_properties(self) -> None:

@@ -47,6 +47,7 @@ from duespec.limits import LimitExceeded
 from duespec.systems import System, get_system
 from duespec.targets import resolve as targets
 from duespec.targets.interface import Target, TargetError, TargetFactory, close_target
+from duespec.targets.namespaced import namespaced
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
 from duespec.traces.format import RESET_KEY, TraceError, read_trace
 from duespec.traces.replay_pass import BoundedModel, Diverged, ReplayPass, ReplayResult, StateDiffers
@@ -64,7 +65,8 @@ def resolve_target(system: System, spec: str, timeout: float = DEFAULT_TIMEOUT) 
 
 
 def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None = None,
-           state_every: int | None = None, timeout: float | None = None, observe: bool = True) -> ReplayResult:
+           state_every: int | None = None, timeout: float | None = None, observe: bool = True,
+           reset: str = "auto") -> ReplayResult:
     """Replay one trace file; raise TraceError if it is malformed, UsageError if the target
     is unusable.
 
@@ -72,13 +74,21 @@ def replay(path: str | Path, target: str = "impl", factory: TargetFactory | None
     `target` is then only its name in the report. `state_every` compares the whole state
     every that many steps instead of at the automatic checkpoints (1: after every step).
     `timeout` bounds every call into the target and the model alike (seconds).
-    `observe=False` compares the answers alone (a target that cannot show its state)."""
+    `observe=False` compares the answers alone (a target that cannot show its state).
+    `reset="none"` never resets the target: the trace's ids go out under a fresh run token
+    (duespec.targets.namespaced), so a server that holds earlier runs' objects replays it,
+    answers alone compared; `auto` does so for a trace its campaign ran that way (header
+    `reset: none`)."""
     header, steps = read_trace(path)
     system = get_system(header.system)
     if header.profile not in system.profiles:
         raise TraceError(str(path), 1, f"header: {header.system} has no profile {header.profile!r}; "
                                        f"known: {', '.join(system.profiles)}")
     made = factory or resolve_target(system, target, timeout or DEFAULT_TIMEOUT)
+    if reset == "none" or (reset == "auto" and header.extra.get("reset") == "none"):
+        if system.namespace is None:
+            raise UsageError(f"--reset none: {system.name} has no id namespaces, so its target must offer reset")
+        made, observe = namespaced(made, system.namespace, system.name), False
     try:
         subject = targets.guarded(f"starting {target}", made)
     except TargetError as error:
@@ -141,7 +151,7 @@ def main(args: argparse.Namespace) -> int:
     for path in trace_files(args.traces):
         try:
             result = replay(path, args.target, state_every=args.state_every, timeout=args.timeout,
-                            observe=args.observe == "state")
+                            observe=args.observe == "state", reset=args.reset)
         except TraceError as error:
             print(f"MALFORMED: {error}", file=sys.stderr)
             worst = EXIT_USAGE
@@ -173,6 +183,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--observe", choices=("state", "none"), default="state",
                         help="compare the target's state at checkpoints (state, the default) or its "
                              "answers alone (none: a target that cannot show its state)")
+    parser.add_argument("--reset", choices=("auto", "target", "none"), default="auto",
+                        help="reset the target from the trace's config (target), or never (none: a "
+                             "server that keeps earlier runs' objects; the trace's ids go out under "
+                             "a fresh run token and only the answers are compared); auto (the "
+                             "default): none for a trace whose campaign ran that way")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
                         help=f"seconds any one call may take, into the target or the model that "
                              f"checks it, and a Python target's import and factory (default "

@@ -38,7 +38,8 @@ class HttpTarget:
     def reset(self, config: dict[str, Json]) -> None:
         status, data, _ = self._call("debug.reset", dict(config))
         if status != 200:
-            raise TargetError(f"{self.url} refused debug.reset {json.dumps(config)}: {status} {data}")
+            raise TargetError(f"{self.url} refused debug.reset {json.dumps(config)}: {status} {data}",
+                              not_offered=status in (400, 404, 501))
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         corr_id = f"duespec-{next(self.corr_ids)}"

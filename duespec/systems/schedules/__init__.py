@@ -8,7 +8,8 @@
   promise and task rules;
 - requirements.py: what a default campaign must reach in each profile, and why not;
 - long_run.py: the workload of `conform --long-run`;
-- concurrency.py: what a linearizability search needs.
+- concurrency.py: what a linearizability search needs;
+- namespace.py: one run's ids on a server that cannot be reset.
 
 This module describes the system once (SYSTEM). `duespec.systems.schedules:ModelTarget` and
 `:ImplTarget` name targets on the command line, so both stay importable from here."""
@@ -20,6 +21,7 @@ from duespec.systems.schedules.adapter import DEFAULT_RETRY_TIMEOUT, PROFILES, I
 from duespec.systems.schedules.concurrency import CONCURRENCY
 from duespec.systems.schedules.long_run import LONG_RUN
 from duespec.systems.schedules.machine import SchedulesMachine
+from duespec.systems.schedules.namespace import NAMESPACE
 from duespec.systems.schedules.reads import BLIND_SPOTS, reads
 from duespec.systems.schedules.ops import OPERATIONS, VALUE_SPACE, with_required_tags
 from duespec.systems.schedules.requirements import OUT_OF_REACH, REQUIRED_TAGS, out_of_reach_with_tags
@@ -52,4 +54,6 @@ SYSTEM = System(
     unknown_ops=("warp",),
     tag_request=with_required_tags,
     out_of_reach_with_tags=out_of_reach_with_tags,
+    # a server that cannot be reset: each run in a namespace of its own (namespace.py)
+    namespace=NAMESPACE,
 )

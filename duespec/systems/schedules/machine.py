@@ -159,9 +159,11 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
         config = {key: value for key, value in self.config.items() if key != "retry_timeout"}
         if retry_timeout is not None:
             config["retry_timeout"] = retry_timeout
-        if config != self.config:
-            self.reconfigure(config)
+        applied = self.config
+        if config != self.config and self.reconfigure(config):
+            applied = config
             self.state = self.oracle_state()
+        retry_timeout = applied.get("retry_timeout")  # a target that keeps its own config: its own
         reached("SR-03.default_retry_timeout" if retry_timeout is None else
                 f"SR-03.retry_timeout_{'one' if retry_timeout == 1 else 'set'}")
         self.now = start
