@@ -496,8 +496,8 @@ class ReplayPass:
                                    exchange=exchange_of(self.subject))
         assert isinstance(verdict, Difference)
         text = verdict.describe()
-        if self.model_is_subject or verdict.raised is not None:
-            return Diverged(step, text, verdict)
+        if self.model_is_subject or verdict.raised is not None or not self.observe:
+            return Diverged(step, text, verdict)  # (a response-only replay shows no target state)
         model = self.oracle or self.model_through(step["i"])
         try:
             lines = state_diff(model.observe(), self._attempt(self.subject.observe, step, "observe raised"))
