@@ -202,5 +202,6 @@ def test_the_cycle_check_finds_a_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
     """The check above would pass on any graph if it could not see a cycle at all."""
     planted = {**IMPORTS, "duespec.targets.interface": IMPORTS["duespec.targets.interface"] | {"duespec.targets.resolve"}}
     monkeypatch.setitem(globals(), "IMPORTS", planted)
-    with pytest.raises(AssertionError, match="duespec.targets.interface <-> duespec.targets.resolve"):
+    # both in one cycle (the modules between them, sorted, depend on what else imports interface)
+    with pytest.raises(AssertionError, match="duespec.targets.interface <-> (.* <-> )?duespec.targets.resolve"):
         test_no_import_cycle()

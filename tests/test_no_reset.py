@@ -60,3 +60,114 @@ class SettleAnswersTheOldRecord(NeverReset):
 def conform(tmp_path: Path, target: str, *extra: str) -> int:
     return main(["conform", "schedules", "--target", f"{__name__}:{target}", "--progress", "0",
                  "--no-coverage", "--trace-dir", str(tmp_path / "failures"), *extra])
+
+
+@pytest.fixture(autouse=True)
+def fresh_server() -> Any:
+    """Each test starts its own never-reset server (and its record of what it received)."""
+    _SERVER.clear()
+    RECEIVED.clear()
+    yield
+    _SERVER.clear()
+
+
+def ids_sent(received: list[tuple[str, Any]] | None = None) -> list[str]:
+    """Every id, awaited, awaiter and pid the server received, nested ones included."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in ("id", "awaited", "awaiter", "pid") and isinstance(item, str) and item:
+                    found.append(item)
+                elif key in ("action", "actions", "tasks"):
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for _, args in RECEIVED if received is None else received:
+        walk(args)
+    return found
+
+
+def test_a_server_that_is_never_reset_holds_run_after_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = conform(tmp_path, "NeverReset", "--observe", "none", "--examples", "20", "--database", "none")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("no reset:") and "HOLDS: schedules [lean]" in out, out
+    sent = ids_sent()
+    assert sent and all(id.startswith("run-") for id in sent), [id for id in sent if not id.startswith("run-")][:5]
+    # the server kept many runs' objects side by side: each run had a namespace of its own
+    tokens = {id[:len("run-") + 13] for id in sent}
+    assert len(tokens) > 20, len(tokens)
+    held = {promise["id"][:len("run-") + 13] for promise in _SERVER["impl"].observe()["promises"]}
+    assert len(held) > 1, held
+    # and every search asked for the run's own objects only
+    searches = [args for op, args in RECEIVED if op == "schedule.search" and isinstance(args, dict)
+                and isinstance(args.get("tags"), dict)]
+    assert all(args["tags"].get("duespec:run", "").startswith("run-") for args in searches)
+
+
+def test_auto_finds_no_reset_and_a_planted_bug_replays_against_the_dirty_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = conform(tmp_path, "SettleAnswersTheOldRecord", "--examples", "100", "--max-classes", "1",
+                   "--database", "none")
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("no reset:"), out
+    first = next(line for line in out.splitlines() if line.startswith("class 1 of"))
+    assert "response promise.settle $.promise" in first, first
+    assert "--reset none" in out  # the reproduce command keeps it
+    (trace,) = (tmp_path / "failures").glob("*.jsonl")
+    assert '"reset": "none"' in trace.read_text().splitlines()[0]
+    before = len(RECEIVED)
+    # the server still holds every object of the campaign: replay goes on under a fresh token
+    assert main(["replay", str(trace), "--target", f"{__name__}:SettleAnswersTheOldRecord"]) == 1
+    replayed = capsys.readouterr().out
+    assert "DIVERGES" in replayed and "promise.settle" in replayed, replayed
+    fresh = {id[:len("run-") + 13] for id in ids_sent(RECEIVED[before:])}
+    assert fresh and not fresh & {id[:len("run-") + 13] for id in ids_sent(RECEIVED[:before])}
+    assert main(["replay", str(trace), "--target", f"{__name__}:NeverReset"]) == 0
+
+
+def test_no_reset_needs_a_response_only_check_and_a_system_with_namespaces(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert conform(tmp_path, "NeverReset", "--observe", "state") == 2
+    assert "target unusable" in capsys.readouterr().err
+    assert conform(tmp_path, "NeverReset", "--reset", "target") == 2
+    assert "cannot be reset" in capsys.readouterr().err
+    assert main(["conform", "duebook", "--target", "impl", "--reset", "none", "--progress", "0"]) == 2
+    assert "has no id namespaces" in capsys.readouterr().err
+
+
+def test_the_namespace_sends_the_token_and_takes_it_out_again() -> None:
+    space, token = SCHEDULES.namespace, "run-0123456789ab-"
+    assert space is not None
+    create = {"id": "nightly", "cron": "* * * * *", "promiseId": "tick-{{.timestamp}}", "promiseTimeout": 1,
+              "promiseParam": {"headers": {}, "data": None}, "promiseTags": {"k": "v"}}
+    sent = space.request("schedule.create", create, token)
+    assert sent["id"] == token + "nightly" and sent["promiseId"] == token + "tick-{{.timestamp}}"
+    assert sent["promiseTags"] == {"k": "v", "duespec:run": token} and create["promiseTags"] == {"k": "v"}
+    # a template that starts with the id expands to the (namespaced) id: no second token
+    assert space.request("schedule.create", {**create, "promiseId": "{{.id}}.{{.timestamp}}"},
+                         token)["promiseId"] == "{{.id}}.{{.timestamp}}"
+    # invalid stays invalid: an empty id, a value that is no string, malformed tags
+    assert space.request("promise.get", {"id": ""}, token) == {"id": ""}
+    assert space.request("promise.get", {"id": 7}, token) == {"id": 7}
+    assert space.request("schedule.search", {"tags": None}, token) == {"tags": None}
+    assert space.request("schedule.search", {"cursor": "a"}, token) == {"cursor": token + "a",
+                                                                         "tags": {"duespec:run": token}}
+    nested = space.request("task.suspend", {"id": "t1", "version": 1, "actions": [{"awaited": "a", "awaiter": "t1"}]},
+                           token)
+    assert nested["actions"] == [{"awaited": token + "a", "awaiter": token + "t1"}]
+    fired = {"status": 200, "fired": [{"kind": "promise", "id": "run-ffffffffffff-p1"},
+                                      {"kind": "schedule", "id": token + "nightly"}]}
+    assert space.response("tick", fired, token) == {"status": 200, "fired": [{"kind": "schedule", "id": "nightly"}]}
+    answer = {"status": 200, "promise": {"id": token + "nightly.60000", "state": "pending",
+                                         "tags": {"duespec:run": token, "k": "v"}}}
+    logical = space.response("promise.get", answer, token)
+    assert logical["promise"] == {"id": "nightly.60000", "state": "pending", "tags": {"k": "v"}}
+    assert space.undo("promise.get", {"id": "nightly.60000"}, logical) == [
+        ("promise.settle", {"id": "nightly.60000", "state": "rejected_canceled",
+                            "value": {"headers": {}, "data": None}})]
