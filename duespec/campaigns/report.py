@@ -130,10 +130,12 @@ def _grouped_by_reason(reasons: dict[str, str], keep_order: bool = False) -> dic
 
 
 def coverage_report(system: System, profile: str, coverage: Counter[str], *,
-                    tags: Mapping[str, str] | None = None, left_out: Iterable[str] = ()) -> CoverageReport:
+                    tags: Mapping[str, str] | None = None, left_out: Iterable[str] = (),
+                    namespaced: bool = False) -> CoverageReport:
     """The report of a campaign in `profile` whose promises and schedules carried `tags`
-    (--require-tag) and which left out the ops `left_out` (--ops/--skip-ops): what those
-    put out of its reach is listed with that reason, not as a gap."""
+    (--require-tag), which left out the ops `left_out` (--ops/--skip-ops), and whose
+    target was never reset (`namespaced`, --reset none): what those put out of its reach
+    is listed with that reason, not as a gap."""
     problem = None
     try:
         ids = catalogue_ids(catalogue_text(system.catalogue))
@@ -152,6 +154,11 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
     excused = system.excused_tags_in(profile, tags)
     missing = sorted(tag for tag in system.required_in(profile, tags) if not coverage[tag])
     never = [requirement for requirement in ids if requirement not in grouped]
+    if namespaced and system.namespace is not None:
+        out = system.namespace.out_of_reach
+        reasons = {**reasons, **{id: why for id, why in out.items() if "." not in id and id in never}}
+        excused = {**excused, **{tag: why for tag, why in out.items() if "." in tag}}
+        missing = [tag for tag in missing if tag not in out and requirement_of(tag) not in out]
     left_out = sorted(left_out)
     if left_out:
         # A campaign narrowed to some ops: what only the others reach is out of its reach.
@@ -176,7 +183,7 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
 def report_for(system: System, result: CampaignResult) -> CoverageReport:
     left_out = result.scope.left_out() if result.scope is not None else ()
     return coverage_report(system, result.profile, result.coverage, tags=result.request_tags,
-                           left_out=left_out)
+                           left_out=left_out, namespaced=result.namespaced)
 
 
 def write_json(reports: list[CoverageReport], path: str | Path) -> Path:

@@ -32,8 +32,11 @@ NAMESPACE_HEX = 12
 class Namespacing(Protocol):
     """A system's description of how one run is kept apart on a target shared by many."""
 
-    #: What a campaign run this way cannot see, for the coverage report.
+    #: What a campaign run this way cannot see, printed before its verdict.
     blind_spots: str
+    #: {requirement ID or coverage tag: why a campaign run this way cannot reach it}, for
+    #: the coverage report (as System.out_of_reach).
+    out_of_reach: dict[str, str]
 
     def request(self, op: str, args: Json, token: str) -> Json:
         """The request as sent: every id, template and tag the run makes carries `token`,

@@ -41,6 +41,9 @@ class ScheduleNamespace:
     """Namespacing (duespec.targets.namespaced) for the schedules system."""
 
     blind_spots = BLIND_SPOTS
+    out_of_reach = {tag: ("a target that is not reset runs every run with its own config, so no run takes "
+                          "the retry timeout it draws (--reset none)")
+                    for tag in ("SR-03.default_retry_timeout", "SR-03.retry_timeout_one")}
 
     def request(self, op: str, args: Json, token: str) -> Json:
         if not isinstance(args, dict):
