@@ -176,3 +176,24 @@ def test_the_namespace_sends_the_token_and_takes_it_out_again() -> None:
     assert space.undo("promise.get", {"id": "nightly.60000"}, logical) == [
         ("promise.settle", {"id": "nightly.60000", "state": "rejected_canceled",
                             "value": {"headers": {}, "data": None}})]
+
+
+def test_duespec_serve_never_reset_holds_twice_and_keeps_only_run_ids(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Over HTTP: the second campaign finds the first one's objects in the server, and
+    each run retired its schedules (the protocol deletes them; promises stay, settled)."""
+    from duespec.wire.http_target import HttpTarget
+    from wire_support import Served
+
+    with Served() as served:
+        for _ in range(2):
+            code = main(["conform", "schedules", "--target", served.url, "--reset", "none", "--examples", "3", "--steps", "20",
+                         "--progress", "0", "--no-coverage", "--database", "none",
+                         "--trace-dir", str(tmp_path / "failures")])
+            out = capsys.readouterr().out
+            assert code == 0 and "HOLDS: schedules [lean]" in out, out
+        snapshot = HttpTarget(served.url, 10.0).observe()
+    promises = [promise["id"] for promise in snapshot["promises"]]
+    assert promises and all(id.startswith("run-") for id in promises), promises[:5]
+    assert len({id[:len("run-") + 13] for id in promises}) > 3
+    assert snapshot["schedules"] == [], [schedule["id"] for schedule in snapshot["schedules"]][:5]
