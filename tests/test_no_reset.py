@@ -197,3 +197,18 @@ def test_duespec_serve_never_reset_holds_twice_and_keeps_only_run_ids(
     assert promises and all(id.startswith("run-") for id in promises), promises[:5]
     assert len({id[:len("run-") + 13] for id in promises}) > 3
     assert snapshot["schedules"] == [], [schedule["id"] for schedule in snapshot["schedules"]][:5]
+
+
+@pytest.mark.parametrize(("status", "offered"), [(404, False), (501, False), (400, False), (500, True)])
+def test_an_http_server_that_refuses_debug_reset_says_it_has_none(
+        monkeypatch: pytest.MonkeyPatch, status: int, offered: bool) -> None:
+    """400, 404, 501 to debug.reset: no reset offered (auto then namespaces the runs); any
+    other failure is a broken reset, never a quiet fallback."""
+    from duespec.targets.interface import TargetError
+    from duespec.wire.http_target import HttpTarget
+
+    target = HttpTarget("http://127.0.0.1:9", 1.0)
+    monkeypatch.setattr(target, "_call", lambda kind, data: (status, {"error": "no"}, ""))
+    with pytest.raises(TargetError) as refused:
+        target.reset({"profile": "lean"})
+    assert refused.value.says_not_offered is not offered
