@@ -272,9 +272,9 @@ def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None
         b_answer: list[dict] = []
         with a.conn.transaction():
             a.conn.execute("SELECT resonate._lock('k')")
+            b_pid = b.conn.info.backend_pid  # B's session opened here, before its thread uses it
             tick_b = threading.Thread(target=lambda: b_answer.append(b.step("tick", {}, T0 + 1000)))
             tick_b.start()
-            b_pid = b.conn.info.backend_pid
             for _ in range(2000):  # until B waits on the lock A holds (a count, not a time)
                 waiting = watcher.conn.execute(
                     "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [b_pid]).fetchone()[0]
