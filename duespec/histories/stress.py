@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -319,8 +320,8 @@ def _close(target: Any) -> None:
 
 
 def is_in_process(target: str) -> bool:
-    """`module:factory`, as opposed to an http(s) URL or `serve`."""
-    return target != "serve" and not target.startswith(("http://", "https://")) and ":" in target
+    """`package.module:factory`, as opposed to an http(s) URL, `serve` or anything else."""
+    return re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", target) is not None
 
 
 def start_serve(clock: str, db: str, profile: str, tick_ms: int | None, unsafe: bool) -> Any:
