@@ -168,6 +168,11 @@ def justification(history: History, indices: list[int]) -> dict[int, int]:
     return search.justification()
 
 
+def status(history: History, indices: list[int]) -> str:
+    """The verdict on the sub-history of `indices`, unshrunk."""
+    return check_history(History(history.header, [history.events[i] for i in indices]), shrink=False).status
+
+
 @pytest.mark.parametrize("name", list(PLANTED))
 def test_a_planted_violation_is_caught_with_a_minimal_counterexample(name: str) -> None:
     phases, mutate, culprits = PLANTED[name]
@@ -184,15 +189,22 @@ def test_a_planted_violation_is_caught_with_a_minimal_counterexample(name: str) 
         # id may stay: it can witness the same violation).
         assert not any(str(e.args.get("id", "")).startswith("n") for e in cx.events), describe(verdict)
         assert any(e.client.startswith("a") for e in cx.events)
-        # Minimality, proved here call by call: without any one call the rest is
-        # linearizable, or (a call that only justifies another) some call's recorded answer
-        # can no longer be given at all, where it could in the counterexample.
+        # The violation: its culprit is a scenario call, and the other calls linearize without it.
+        violation = cx.violation
+        assert violation is not None and violation.culprit in cx.original, describe(verdict)
+        assert history.events[violation.culprit].client.startswith("a"), describe(verdict)
+        assert status(history, [i for i in cx.original if i != violation.culprit]) == "linearizable"
+        # Minimality, proved here call by call: without any one call the same violation is
+        # gone: the rest is linearizable, or the culprit is gone, or another call fails before
+        # it, or (a call that only justifies another) some call's recorded answer can no
+        # longer be given at all, where it could in the counterexample.
         levels = justification(history, cx.original)
         for index in cx.original:
             rest = [i for i in cx.original if i != index]
-            sub = History(history.header, [history.events[i] for i in rest])
-            if check_history(sub, shrink=False).status == "linearizable":
+            if status(history, rest) == "linearizable" or violation.culprit not in rest:
                 continue
+            if status(history, [i for i in rest if i != violation.culprit]) == "not linearizable":
+                continue  # a different violation: a call other than the culprit fails
             without = justification(history, rest)
             assert any(without[i] < levels[i] for i in rest), f"#{index} could be removed: {describe(verdict)}"
         text = describe(verdict)

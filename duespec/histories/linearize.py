@@ -132,11 +132,39 @@ class Counterexample:
     checks: int
     #: Each call's role (history index -> why it cannot be removed), from the minimality check.
     roles: dict[int, str] = field(default_factory=dict)
+    #: What fails, kept the same while shrinking (None when the shrink could not name it).
+    violation: Violation | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {"events": [e.to_json() for e in self.events], "original": self.original,
                 "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks,
-                "roles": {str(k): v for k, v in self.roles.items()}}
+                "roles": {str(k): v for k, v in self.roles.items()},
+                "violation": self.violation.to_json() if self.violation else None}
+
+
+#: Violation kinds: the culprit's recorded answer is one the model gives at some state a
+#: legal order of the other calls reaches, but in no order that also places it here; or
+#: one the model gives at no reachable state at all.
+NO_ORDER, NEVER_GIVEN = "no order gives it", "never given"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Which failure a counterexample shows: its culprit, the call that returned first of
+    those whose answer no order explains (the last call of the shortest failing prefix in
+    return order, so every call that returned before it linearizes), and its kind.
+
+    A sub-history shows the same violation when it keeps the culprit, the calls other than
+    the culprit linearize, the culprit's answer is of the same kind, and every call's
+    answer stays justified (shrink_counterexample). Removing a call that justifies
+    others (the create before two acquires) makes one of those fail first, or unjustified:
+    a different violation, so that call is not removable."""
+
+    culprit: int
+    kind: str
+
+    def to_json(self) -> dict[str, Json]:
+        return {"culprit": self.culprit, "kind": self.kind}
 
 
 @dataclass
@@ -599,10 +627,17 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     # first answer no order explains. Found by bisection; a prefix that is linearizable is
     # decided fast (one order found), so this costs a few searches of the history's head.
     by_return = sorted(start, key=lambda i: (events[i].return_ns, i))
+
+    def prefix(k: int) -> list[int]:
+        """The calls returned by the k-th return, and those called before it (which may
+        be what justifies its answer: a settle still running when a read saw it)."""
+        cut = events[by_return[k - 1]].return_ns
+        return sorted(set(by_return[:k]) | {i for i in start if events[i].call_ns <= cut})
+
     lo, hi = 1, len(by_return)
     while lo < hi and not overall.out():
         mid = (lo + hi) // 2
-        head = sorted(by_return[:mid])
+        head = prefix(mid)
         result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall)
         checks += 1
         if result.status == "not linearizable":
@@ -612,26 +647,44 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         else:
             break
     if lo == hi and lo < len(by_return):
-        start = sorted(by_return[:lo])
+        start = prefix(lo)
     culprit = by_return[lo - 1] if lo == hi else None
     result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
     base = search.justification() if result.status == "not linearizable" else {}
     quick_states = max(_QUICK_STATES, result.states // 4)
+    violation = None
+    if culprit is not None and culprit in base:
+        # The culprit is named only if the other calls do linearize without it (a call that
+        # returned after it, called before, may be what fails instead).
+        rest = [i for i in start if i != culprit]
+        if _decide([events[i] for i in rest], rest, system, config, clock, lag, overall)[0].status == "linearizable":
+            violation = Violation(culprit, NO_ORDER if base[culprit] == FULL else NEVER_GIVEN)
+        checks += 1
 
     def judge(subset: list[int], name: bool = False, quick: bool = False) -> str:
-        """"counterexample", "linearizable", "unjustified #i" or "unknown"."""
+        """"counterexample" (the same violation), "linearizable", "unjustified #i",
+        "culprit" (the culprit is gone), "earlier" (a call other than the culprit fails
+        first), "other kind" or "unknown"."""
         nonlocal checks
         checks += 1
+        cap = quick_states if quick else _INF
+        if violation is not None and violation.culprit not in subset:
+            return "culprit"
         sub = [events[i] for i in subset]
         hooks = concurrency_of(system)
         verdict = "linearizable"
         for group in partitions(sub, hooks):
             result, found = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
-                                    lag, overall, quick_states if quick else _INF)
+                                    lag, overall, cap)
             if result.status == "not linearizable":
                 group_need = {subset[j]: base.get(subset[j], 0) for j in group}
                 if found.justification(group_need) is not None:
-                    return "counterexample"
+                    verdict = "counterexample"
+                    if violation is not None and violation.kind == NEVER_GIVEN and violation.culprit in group_need:
+                        levels = found.justification() or {}
+                        if levels.get(violation.culprit) == FULL:
+                            return "other kind"
+                    break
                 verdict = "unjustified"
                 if name:
                     levels = found.justification() or {}
@@ -639,7 +692,18 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
                     verdict = f"unjustified #{lost[0]}" if lost else verdict
             elif result.status == "unknown":
                 return "unknown"
-        return verdict
+        if verdict != "counterexample" or violation is None:
+            return verdict
+        # The same culprit: every other call of the subset linearizes without it.
+        rest = [i for i in subset if i != violation.culprit]
+        for group in partitions([events[i] for i in rest], hooks):
+            result, _ = _decide([events[rest[j]] for j in group], [rest[j] for j in group], system, config, clock,
+                                lag, overall, cap)
+            if result.status == "not linearizable":
+                return "earlier"
+            if result.status == "unknown":
+                return "unknown"
+        return "counterexample"
 
     def fails(subset: list[int]) -> bool:
         """Quick: a candidate whose search needs many more states than the history it is
@@ -683,13 +747,20 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         outcome = judge(candidate, name=True) if candidate else "linearizable"
         if outcome == "linearizable":
             roles[index] = "core: without it the rest is linearizable"
+        elif outcome == "culprit":
+            roles[index] = "culprit: the first answer no order explains"
         elif outcome.startswith("unjustified"):
             whose = outcome.split()[1] if " " in outcome else "another call"
             roles[index] = f"context: without it the answer of {whose} has no justification"
+        elif outcome == "earlier":
+            roles[index] = "context: without it a call before the culprit already fails"
+        elif outcome == "other kind":
+            roles[index] = "context: without it the culprit's answer fails another way"
         else:
             roles[index] = "removable" if outcome == "counterexample" else "undecided"
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
     final_budget = _Budget(None if budget is None else max(budget, 5.0))
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
-    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles)
+    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,
+                          violation)
