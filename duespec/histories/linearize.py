@@ -70,6 +70,8 @@ _MAX_PROVED = 24
 _QUICK_STATES = 1500
 #: Most distinct model states kept for justifying answers (_Search.justification).
 _MAX_REACHED = 2000
+#: Calls tried as a counterexample's culprit, latest return first (shrink_counterexample).
+_CULPRIT_TRIES = 8
 #: How often (in search nodes) the budget's deadline is read.
 _CLOCK_EVERY = 256
 _INF = float("inf")
@@ -150,9 +152,9 @@ NO_ORDER, NEVER_GIVEN = "no order gives it", "never given"
 
 @dataclass(frozen=True)
 class Violation:
-    """Which failure a counterexample shows: its culprit, the call that returned first of
-    those whose answer no order explains (the last call of the shortest failing prefix in
-    return order, so every call that returned before it linearizes), and its kind.
+    """Which failure a counterexample shows: its culprit, a call whose answer no order of
+    the others explains (of the shortest failing prefix in return order, the call returned
+    last without which the other calls linearize), and its kind.
 
     A sub-history shows the same violation when it keeps the culprit, the calls other than
     the culprit linearize, the culprit's answer is of the same kind, and every call's
@@ -648,23 +650,28 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             break
     if lo == hi and lo < len(by_return):
         start = prefix(lo)
-    culprit = by_return[lo - 1] if lo == hi else None
     result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
     base = search.justification() if result.status == "not linearizable" else {}
     quick_states = max(_QUICK_STATES, result.states // 4)
-    violation = None
-    if culprit is not None and culprit in base:
-        # The culprit is named only if the other calls do linearize without it (a call that
-        # returned after it, called before, may be what fails instead).
-        rest = [i for i in start if i != culprit]
-        if _decide([events[i] for i in rest], rest, system, config, clock, lag, overall)[0].status == "linearizable":
-            violation = Violation(culprit, NO_ORDER if base[culprit] == FULL else NEVER_GIVEN)
-        checks += 1
+    # The culprit: of the calls of that prefix, the one returned last without which the
+    # others linearize (the prefix's cut call, or a call still running at the cut).
+    violation, culprit = None, None
+    if lo == hi and base:
+        for candidate in sorted(start, key=lambda i: (events[i].return_ns, i), reverse=True)[:_CULPRIT_TRIES]:
+            if events[candidate].outcome != "ok" or overall.out():
+                continue
+            rest = [i for i in start if i != candidate]
+            checks += 1
+            if _decide([events[i] for i in rest], rest, system, config, clock, lag,
+                       overall)[0].status == "linearizable":
+                culprit = candidate
+                violation = Violation(candidate, NO_ORDER if base[candidate] == FULL else NEVER_GIVEN)
+                break
 
     def judge(subset: list[int], name: bool = False, quick: bool = False) -> str:
         """"counterexample" (the same violation), "linearizable", "unjustified #i",
-        "culprit" (the culprit is gone), "earlier" (a call other than the culprit fails
-        first), "other kind" or "unknown"."""
+        "culprit" (the culprit is gone), "earlier" (a call other than the culprit
+        fails), "other kind" or "unknown"."""
         nonlocal checks
         checks += 1
         cap = quick_states if quick else _INF
@@ -717,6 +724,8 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     # A culprit that touches every key (a tick) is focused on the keys its answer names.
     hooks = concurrency_of(system)
     keys_of = {i: hooks.keys(events[i].op, events[i].args) for i in current}
+    if culprit is None and lo == hi:
+        culprit = by_return[lo - 1]  # no violation named: focus on the prefix's cut call
     focus = keys_of.get(culprit) if culprit is not None else None
     if culprit is not None and focus is None:
         named = set(_scalars(events[culprit].response, str))
@@ -748,12 +757,12 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         if outcome == "linearizable":
             roles[index] = "core: without it the rest is linearizable"
         elif outcome == "culprit":
-            roles[index] = "culprit: the first answer no order explains"
+            roles[index] = "culprit: no order of the others explains its answer"
         elif outcome.startswith("unjustified"):
             whose = outcome.split()[1] if " " in outcome else "another call"
             roles[index] = f"context: without it the answer of {whose} has no justification"
         elif outcome == "earlier":
-            roles[index] = "context: without it a call before the culprit already fails"
+            roles[index] = "context: without it a call other than the culprit fails"
         elif outcome == "other kind":
             roles[index] = "context: without it the culprit's answer fails another way"
         else:

@@ -160,8 +160,8 @@ def timeline(verdict: Verdict) -> list[str]:
             out.append(f"  {'':5} {'':<{width}} {'':23} ({cx.roles[index]})")
     pairs = overlaps(events, indices)
     if cx.violation is not None:
-        out.append(f"Violation: #{cx.violation.culprit}'s answer: {cx.violation.kind} (the first answer, in "
-                   f"return order, that no order of the calls explains)")
+        out.append(f"Violation: #{cx.violation.culprit}'s answer: {cx.violation.kind} (the other calls "
+                   f"linearize without it; shrinking kept this violation)")
     out.append("Overlapping calls (either order is allowed): "
                + (", ".join(f"#{a}~#{b}" for a, b in pairs) if pairs else "none: the calls are sequential"))
     steps = [f"tick@{p.now}" if p.call is None else f"#{p.call}@{p.now}" for p in stuck.prefix]
