@@ -300,6 +300,20 @@ class _Search:
         out.update(self._named[start:end])
         return sorted(out)
 
+    def tick_instants(self, target: Any, key: bytes, window: list[int], first: int, last: float) -> list[int]:
+        """The instants after `first`, up to `last`, worth a background tick: the ends of
+        the intervals of the calls that may go next, and every instant the state or a
+        call of the part names."""
+        named = self._instants.get(key)
+        if named is None:
+            named = self._instants[key] = sorted(set(_scalars(target.observe(), int)))
+        out = {t for i in window for t in (self.lo_ms[i], self.hi_ms[i]) if first < t <= last}
+        out.update(t for t in named if first < t <= last)
+        start = bisect.bisect_right(self._named, first)
+        end = len(self._named) if last == _INF else bisect.bisect_right(self._named, last)
+        out.update(self._named[start:end])
+        return sorted(int(t) for t in out)
+
     def choices(self, placed: int, target: Any, key: bytes, clock: float) -> Iterator[tuple[int | None, int]]:
         window = self.window(placed)
         if self.clock == "pinned":
@@ -314,9 +328,15 @@ class _Search:
                     break  # a timer due that long ago has fired: a tick must come first
                 yield i, now
         if due is not None:
-            now = int(max(due, clock))
-            if now <= min_hi:
-                yield None, now
+            # The background tick, at any critical instant of [due, due + lag] that no
+            # unplaced call's return has passed: when it is due (or the clock, if later),
+            # and where a call's interval ends or a value names an instant, since the
+            # tick's own `now` (a lease fired late re-arms its retry from then) matters
+            # only relative to those.
+            first, last = int(max(due, clock)), min(due + self.lag, min_hi)
+            if first <= last:
+                yield None, first
+                yield from ((None, t) for t in self.tick_instants(target, key, window, first, last))
 
     def run(self) -> _Result:
         root = self.fresh()
