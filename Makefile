@@ -22,8 +22,11 @@ test: $(STAMP)
 test-long: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -m "long or variants"
 
+# The suite, then duespec stress against resonate-pg on a real PostgreSQL (exit 2, "NOT CHECKED",
+# if PostgreSQL or resonate.sql is missing: see tools/stress_resonate_pg.py).
 check: $(STAMP)
 	$(BIN)/duespec suite
+	$(BIN)/python tools/stress_resonate_pg.py
 
 bench: $(STAMP)
 	$(BIN)/duespec bench

@@ -16,7 +16,7 @@ import pytest
 
 from duespec.histories.format import Event, History, HistoryHeader, HistoryWriter
 from duespec.histories.generate import START_MS, VALUE, generate
-from duespec.histories.linearize import _Budget, _decide, check_history
+from duespec.histories.linearize import _Budget, _decide, _Search, check_history
 from duespec.histories.report import describe, render_html
 from duespec.histories.resonate_valid import resonate_valid_line
 from duespec.systems import get_system
@@ -168,6 +168,11 @@ def justification(history: History, indices: list[int]) -> dict[int, int]:
     return search.justification()
 
 
+def status(history: History, indices: list[int]) -> str:
+    """The verdict on the sub-history of `indices`, unshrunk."""
+    return check_history(History(history.header, [history.events[i] for i in indices]), shrink=False).status
+
+
 @pytest.mark.parametrize("name", list(PLANTED))
 def test_a_planted_violation_is_caught_with_a_minimal_counterexample(name: str) -> None:
     phases, mutate, culprits = PLANTED[name]
@@ -184,15 +189,22 @@ def test_a_planted_violation_is_caught_with_a_minimal_counterexample(name: str) 
         # id may stay: it can witness the same violation).
         assert not any(str(e.args.get("id", "")).startswith("n") for e in cx.events), describe(verdict)
         assert any(e.client.startswith("a") for e in cx.events)
-        # Minimality, proved here call by call: without any one call the rest is
-        # linearizable, or (a call that only justifies another) some call's recorded answer
-        # can no longer be given at all, where it could in the counterexample.
+        # The violation: its culprit is a scenario call, and the other calls linearize without it.
+        violation = cx.violation
+        assert violation is not None and violation.culprit in cx.original, describe(verdict)
+        assert history.events[violation.culprit].client.startswith("a"), describe(verdict)
+        assert status(history, [i for i in cx.original if i != violation.culprit]) == "linearizable"
+        # Minimality, proved here call by call: without any one call the same violation is
+        # gone: the rest is linearizable, or the culprit is gone, or another call fails before
+        # it, or (a call that only justifies another) some call's recorded answer can no
+        # longer be given at all, where it could in the counterexample.
         levels = justification(history, cx.original)
         for index in cx.original:
             rest = [i for i in cx.original if i != index]
-            sub = History(history.header, [history.events[i] for i in rest])
-            if check_history(sub, shrink=False).status == "linearizable":
+            if status(history, rest) == "linearizable" or violation.culprit not in rest:
                 continue
+            if status(history, [i for i in rest if i != violation.culprit]) == "not linearizable":
+                continue  # a different violation: a call other than the culprit fails
             without = justification(history, rest)
             assert any(without[i] < levels[i] for i in rest), f"#{index} could be removed: {describe(verdict)}"
         text = describe(verdict)
@@ -228,6 +240,60 @@ def test_a_hundred_generated_histories_are_all_linearizable() -> None:
 def test_a_thousand_generated_histories_are_all_linearizable() -> None:
     statuses = [check_history(h, budget=20, shrink=False).status for h in corpus(1000)]
     assert statuses.count("linearizable") == 1000, {s: statuses.count(s) for s in set(statuses)}
+
+
+# ---- the real clock: background timeouts placed within --max-timer-lag ------------------------
+
+def lease_history(read_at_ms: int) -> History:
+    """Real clock: w1 acquires task x with a 100 ms lease (due at T+110..T+112), and a
+    task.get at T + read_at_ms still sees it acquired: the server had not fired the lease."""
+    model = get_system("schedules").model()
+    model.reset(CONFIG)
+    created = model.step("promise.create", {"id": "x", "timeoutAt": T + MINUTE, "param": VALUE, "tags": TARGETED}, T)
+    acquired = model.step("task.acquire", {"id": "x", "version": 0, "pid": "w1", "ttl": 100}, T + 10)
+    seen = model.step("task.get", {"id": "x"}, T + 20)
+    assert seen["task"]["state"] == "acquired"
+
+    def event(client, op, args, at, response):
+        return Event(client, op, args, at * NS, (at + 2) * NS, at, at + 2, "ok", response, None)
+
+    events = [event("a", "promise.create", {"id": "x", "timeoutAt": T + MINUTE, "param": VALUE, "tags": TARGETED},
+                    T, created),
+              event("a", "task.acquire", {"id": "x", "version": 0, "pid": "w1", "ttl": 100}, T + 10, acquired),
+              event("b", "task.get", {"id": "x"}, T + read_at_ms, seen)]
+    return History(HistoryHeader("schedules", "real", CONFIG), events)
+
+
+@pytest.mark.parametrize("read_at_ms, lag, expected", [
+    (600, 1000, "linearizable"),       # fired late, within the lag
+    (600, 200, "not linearizable"),    # the lease was due 490 ms before the read: past a 200 ms lag
+    (600, 0, "not linearizable"),      # lag 0: fired exactly when due
+    (1500, 1000, "not linearizable"),  # beyond the lag
+    (100, 0, "linearizable"),          # read before the lease was due
+])
+def test_a_background_firing_is_allowed_only_within_the_max_timer_lag(read_at_ms, lag, expected) -> None:
+    verdict = check_history(lease_history(read_at_ms), max_timer_lag=lag, budget=20, shrink=False)
+    assert verdict.status == expected, (read_at_ms, lag, verdict.status)
+
+
+def test_background_ticks_are_tried_across_the_lag_window_and_only_at_the_due_instant_with_lag_0() -> None:
+    """The search's tick choices after the acquire: with lag 0 only the due instant (as
+    before the lag window existed); with a lag, the due instant and the critical instants
+    after it (interval ends, named instants) up to due + lag and no further."""
+    history = lease_history(600)
+    for lag in (0, 1000):
+        search = _Search(history.events, list(range(3)), "schedules", CONFIG, "real", lag, _Budget(20))
+        target = search.fresh()
+        create, acquire = history.events[0], history.events[1]
+        target.step(create.op, create.args, T)
+        target.step(acquire.op, acquire.args, T + 10)
+        due = T + 110
+        ticks = [now for i, now in search.choices(0b011, target, search.key(target), T + 10) if i is None]
+        if lag == 0:
+            assert ticks == [due]
+        else:
+            assert ticks[0] == due and len(ticks) > 1 and all(due < t <= due + lag for t in ticks[1:])
+            assert T + 600 in ticks, "the read's interval start is a critical instant inside the window"
 
 
 def test_partitioned_and_whole_searches_agree() -> None:

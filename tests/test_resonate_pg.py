@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pg_support import PostgresServer, PostgresUnavailable  # noqa: E402
 
 from duespec.cli import main  # noqa: E402
+from duespec.histories.format import read_history  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "resonate-pg"
@@ -215,3 +216,83 @@ def test_finding_a_long_catch_up_backlog_stops_every_timeout(pg) -> None:
     state = pg.observe()
     assert [(p["id"], p["state"]) for p in state["promises"]] == [("timer", "pending")]
     assert state["schedules"][0]["lastRunAt"] is None
+
+
+# --- many clients at once: duespec stress through target:make_client -----------------------
+
+
+def test_stress_16_clients_on_the_pinned_clock_is_linearizable(dsn, monkeypatch, tmp_path, capsys) -> None:
+    """16 threads, each a PostgreSQL session of its own, share three ids: the verdict is
+    linearizable (docs/findings.md, "Many clients at once"), and the contention was real."""
+    monkeypatch.setenv("RESONATE_PG_DSN", dsn)
+    path = tmp_path / "h.ndjson"
+    code = main(["stress", "schedules", "--target", "target:make_client", "--clients", "16", "--ops", "400",
+                 "--seed", "1", "-o", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "LINEARIZABLE" in out and "NOT" not in out, out
+    events = read_history(path).events
+    assert len(events) == 400 and len({e.client for e in events}) == 16
+    assert all(e.outcome == "ok" for e in events)
+    # Every call drawn is valid (stress's ids hold no dot, which a schedule id may not).
+    assert not [e for e in events if e.response["status"] == 400]
+    assert any(e.op == "schedule.create" for e in events)
+    clients_of: dict[str, set[str]] = {}
+    for e in events:
+        clients_of.setdefault(e.args.get("id"), set()).add(e.client)
+    assert max(len(c) for c in clients_of.values()) >= 8, "one id touched by many clients"
+    ordered = sorted(events, key=lambda e: e.call_ns)
+    assert sum(1 for a, b in zip(ordered, ordered[1:]) if b.call_ns < a.return_ns) > 100, "calls overlap"
+    won = [e for e in events if e.op == "task.acquire" and e.response["status"] == 200]
+    lost = [e for e in events if e.op == "task.acquire" and e.response["status"] == 409]
+    assert won and lost, "workers raced for the same task versions"
+
+
+def test_stress_refuses_a_factory_that_does_not_declare_concurrent_clients(dsn, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RESONATE_PG_DSN", dsn)
+    code = main(["stress", "schedules", "--target", "target:make_target", "--ops", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "concurrent_clients = True" in err and "Traceback" not in err, err
+    code = main(["stress", "schedules", "--target", "target:make_client", "--clock", "real", "--ops", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--clock pinned only" in err, err
+
+
+def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None:
+    """F-6, with the interleaving forced: tick B selects a lease that is due, then waits for
+    the task's lock, which session A holds; A fires that lease and a second worker acquires
+    the task with a 60 s lease; when A commits, B fires the lease again, on the new
+    acquisition, 60 s early. In the spec the second tick finds nothing due."""
+    import threading
+
+    a = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    b = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    watcher = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    try:
+        a.reset(LEAN)
+        a.step("promise.create", {"id": "k", "timeoutAt": T0 + 10 * MINUTE, "param": value(),
+                                  "tags": {"resonate:target": "poll://any"}}, T0)
+        assert a.step("task.acquire", {"id": "k", "version": 0, "pid": "w1", "ttl": 300}, T0)["status"] == 200
+        b_answer: list[dict] = []
+        with a.conn.transaction():
+            a.conn.execute("SELECT resonate._lock('k')")
+            b_pid = b.conn.info.backend_pid  # B's session opened here, before its thread uses it
+            tick_b = threading.Thread(target=lambda: b_answer.append(b.step("tick", {}, T0 + 1000)))
+            tick_b.start()
+            for _ in range(2000):  # until B waits on the lock A holds (a count, not a time)
+                waiting = watcher.conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [b_pid]).fetchone()[0]
+                if waiting:
+                    break
+                threading.Event().wait(0.01)
+            assert waiting, "tick B never waited for the task's lock"
+            assert a.step("tick", {}, T0 + 1000) == {"status": 200, "fired": [{"kind": "lease", "id": "k"}]}
+            version = a.step("task.get", {"id": "k"}, T0 + 1000)["task"]["version"]
+            again = a.step("task.acquire", {"id": "k", "version": version, "pid": "w2", "ttl": MINUTE}, T0 + 1000)
+            assert again["status"] == 200
+        tick_b.join(30)
+        assert b_answer == [{"status": 200, "fired": [{"kind": "lease", "id": "k"}]}]
+        task = a.step("task.get", {"id": "k"}, T0 + 1001)["task"]
+        assert task["state"] == "pending", "w2's 60 s lease was revoked 1 ms after it was granted"
+    finally:
+        for target in (a, b, watcher):
+            target.close()

@@ -70,6 +70,8 @@ _MAX_PROVED = 24
 _QUICK_STATES = 1500
 #: Most distinct model states kept for justifying answers (_Search.justification).
 _MAX_REACHED = 2000
+#: Calls tried as a counterexample's culprit, latest return first (shrink_counterexample).
+_CULPRIT_TRIES = 8
 #: How often (in search nodes) the budget's deadline is read.
 _CLOCK_EVERY = 256
 _INF = float("inf")
@@ -132,11 +134,39 @@ class Counterexample:
     checks: int
     #: Each call's role (history index -> why it cannot be removed), from the minimality check.
     roles: dict[int, str] = field(default_factory=dict)
+    #: What fails, kept the same while shrinking (None when the shrink could not name it).
+    violation: Violation | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {"events": [e.to_json() for e in self.events], "original": self.original,
                 "stuck": self.stuck.to_json(), "minimal": self.minimal, "checks": self.checks,
-                "roles": {str(k): v for k, v in self.roles.items()}}
+                "roles": {str(k): v for k, v in self.roles.items()},
+                "violation": self.violation.to_json() if self.violation else None}
+
+
+#: Violation kinds: the culprit's recorded answer is one the model gives at some state a
+#: legal order of the other calls reaches, but in no order that also places it here; or
+#: one the model gives at no reachable state at all.
+NO_ORDER, NEVER_GIVEN = "no order gives it", "never given"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Which failure a counterexample shows: its culprit, a call whose answer no order of
+    the others explains (of the shortest failing prefix in return order, the call returned
+    last without which the other calls linearize), and its kind.
+
+    A sub-history shows the same violation when it keeps the culprit, the calls other than
+    the culprit linearize, the culprit's answer is of the same kind, and every call's
+    answer stays justified (shrink_counterexample). Removing a call that justifies
+    others (the create before two acquires) makes one of those fail first, or unjustified:
+    a different violation, so that call is not removable."""
+
+    culprit: int
+    kind: str
+
+    def to_json(self) -> dict[str, Json]:
+        return {"culprit": self.culprit, "kind": self.kind}
 
 
 @dataclass
@@ -270,6 +300,20 @@ class _Search:
         out.update(self._named[start:end])
         return sorted(out)
 
+    def tick_instants(self, target: Any, key: bytes, window: list[int], first: int, last: float) -> list[int]:
+        """The instants after `first`, up to `last`, worth a background tick: the ends of
+        the intervals of the calls that may go next, and every instant the state or a
+        call of the part names."""
+        named = self._instants.get(key)
+        if named is None:
+            named = self._instants[key] = sorted(set(_scalars(target.observe(), int)))
+        out = {t for i in window for t in (self.lo_ms[i], self.hi_ms[i]) if first < t <= last}
+        out.update(t for t in named if first < t <= last)
+        start = bisect.bisect_right(self._named, first)
+        end = len(self._named) if last == _INF else bisect.bisect_right(self._named, last)
+        out.update(self._named[start:end])
+        return sorted(int(t) for t in out)
+
     def choices(self, placed: int, target: Any, key: bytes, clock: float) -> Iterator[tuple[int | None, int]]:
         window = self.window(placed)
         if self.clock == "pinned":
@@ -284,9 +328,15 @@ class _Search:
                     break  # a timer due that long ago has fired: a tick must come first
                 yield i, now
         if due is not None:
-            now = int(max(due, clock))
-            if now <= min_hi:
-                yield None, now
+            # The background tick, at any critical instant of [due, due + lag] that no
+            # unplaced call's return has passed: when it is due (or the clock, if later),
+            # and where a call's interval ends or a value names an instant, since the
+            # tick's own `now` (a lease fired late re-arms its retry from then) matters
+            # only relative to those.
+            first, last = int(max(due, clock)), min(due + self.lag, min_hi)
+            if first <= last:
+                yield None, first
+                yield from ((None, t) for t in self.tick_instants(target, key, window, first, last))
 
     def run(self) -> _Result:
         root = self.fresh()
@@ -599,10 +649,17 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     # first answer no order explains. Found by bisection; a prefix that is linearizable is
     # decided fast (one order found), so this costs a few searches of the history's head.
     by_return = sorted(start, key=lambda i: (events[i].return_ns, i))
+
+    def prefix(k: int) -> list[int]:
+        """The calls returned by the k-th return, and those called before it (which may
+        be what justifies its answer: a settle still running when a read saw it)."""
+        cut = events[by_return[k - 1]].return_ns
+        return sorted(set(by_return[:k]) | {i for i in start if events[i].call_ns <= cut})
+
     lo, hi = 1, len(by_return)
     while lo < hi and not overall.out():
         mid = (lo + hi) // 2
-        head = sorted(by_return[:mid])
+        head = prefix(mid)
         result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall)
         checks += 1
         if result.status == "not linearizable":
@@ -612,26 +669,49 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         else:
             break
     if lo == hi and lo < len(by_return):
-        start = sorted(by_return[:lo])
-    culprit = by_return[lo - 1] if lo == hi else None
+        start = prefix(lo)
     result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
     base = search.justification() if result.status == "not linearizable" else {}
     quick_states = max(_QUICK_STATES, result.states // 4)
+    # The culprit: of the calls of that prefix, the one returned last without which the
+    # others linearize (the prefix's cut call, or a call still running at the cut).
+    violation, culprit = None, None
+    if lo == hi and base:
+        for candidate in sorted(start, key=lambda i: (events[i].return_ns, i), reverse=True)[:_CULPRIT_TRIES]:
+            if events[candidate].outcome != "ok" or overall.out():
+                continue
+            rest = [i for i in start if i != candidate]
+            checks += 1
+            if _decide([events[i] for i in rest], rest, system, config, clock, lag,
+                       overall)[0].status == "linearizable":
+                culprit = candidate
+                violation = Violation(candidate, NO_ORDER if base[candidate] == FULL else NEVER_GIVEN)
+                break
 
     def judge(subset: list[int], name: bool = False, quick: bool = False) -> str:
-        """"counterexample", "linearizable", "unjustified #i" or "unknown"."""
+        """"counterexample" (the same violation), "linearizable", "unjustified #i",
+        "culprit" (the culprit is gone), "earlier" (a call other than the culprit
+        fails), "other kind" or "unknown"."""
         nonlocal checks
         checks += 1
+        cap = quick_states if quick else _INF
+        if violation is not None and violation.culprit not in subset:
+            return "culprit"
         sub = [events[i] for i in subset]
         hooks = concurrency_of(system)
         verdict = "linearizable"
         for group in partitions(sub, hooks):
             result, found = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
-                                    lag, overall, quick_states if quick else _INF)
+                                    lag, overall, cap)
             if result.status == "not linearizable":
                 group_need = {subset[j]: base.get(subset[j], 0) for j in group}
                 if found.justification(group_need) is not None:
-                    return "counterexample"
+                    verdict = "counterexample"
+                    if violation is not None and violation.kind == NEVER_GIVEN and violation.culprit in group_need:
+                        levels = found.justification() or {}
+                        if levels.get(violation.culprit) == FULL:
+                            return "other kind"
+                    break
                 verdict = "unjustified"
                 if name:
                     levels = found.justification() or {}
@@ -639,7 +719,18 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
                     verdict = f"unjustified #{lost[0]}" if lost else verdict
             elif result.status == "unknown":
                 return "unknown"
-        return verdict
+        if verdict != "counterexample" or violation is None:
+            return verdict
+        # The same culprit: every other call of the subset linearizes without it.
+        rest = [i for i in subset if i != violation.culprit]
+        for group in partitions([events[i] for i in rest], hooks):
+            result, _ = _decide([events[rest[j]] for j in group], [rest[j] for j in group], system, config, clock,
+                                lag, overall, cap)
+            if result.status == "not linearizable":
+                return "earlier"
+            if result.status == "unknown":
+                return "unknown"
+        return "counterexample"
 
     def fails(subset: list[int]) -> bool:
         """Quick: a candidate whose search needs many more states than the history it is
@@ -653,6 +744,8 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     # A culprit that touches every key (a tick) is focused on the keys its answer names.
     hooks = concurrency_of(system)
     keys_of = {i: hooks.keys(events[i].op, events[i].args) for i in current}
+    if culprit is None and lo == hi:
+        culprit = by_return[lo - 1]  # no violation named: focus on the prefix's cut call
     focus = keys_of.get(culprit) if culprit is not None else None
     if culprit is not None and focus is None:
         named = set(_scalars(events[culprit].response, str))
@@ -683,13 +776,20 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         outcome = judge(candidate, name=True) if candidate else "linearizable"
         if outcome == "linearizable":
             roles[index] = "core: without it the rest is linearizable"
+        elif outcome == "culprit":
+            roles[index] = "culprit: no order of the others explains its answer"
         elif outcome.startswith("unjustified"):
             whose = outcome.split()[1] if " " in outcome else "another call"
             roles[index] = f"context: without it the answer of {whose} has no justification"
+        elif outcome == "earlier":
+            roles[index] = "context: without it a call other than the culprit fails"
+        elif outcome == "other kind":
+            roles[index] = "context: without it the culprit's answer fails another way"
         else:
             roles[index] = "removable" if outcome == "counterexample" else "undecided"
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
     final_budget = _Budget(None if budget is None else max(budget, 5.0))
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
-    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles)
+    return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,
+                          violation)

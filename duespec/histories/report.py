@@ -144,9 +144,9 @@ def timeline(verdict: Verdict) -> list[str]:
     t0 = min(e.call_ns for e in events)
     clients = _clients(events)
     out = [f"Counterexample: {len(events)} calls of {len(clients)} clients, shrunk from {verdict.events:,} "
-           + ("(minimal: no call can be removed; each is core, the rest linearizable without it, or "
-              "context, another call's answer unjustified without it" if cx.minimal else
-              "(not shown minimal: a shrinking check ran out of budget")
+           + ("(minimal: no call can be removed and the same violation kept; each is the culprit, core, "
+              "the rest linearizable without it, or context, another call failing or unjustified without it"
+              if cx.minimal else "(not shown minimal: a shrinking check ran out of budget")
            + f"; {cx.checks} checks)",
            "Timeline (ms after the first call; [call, return]):"]
     width = max(len(c) for c in clients)
@@ -159,6 +159,9 @@ def timeline(verdict: Verdict) -> list[str]:
         if index in cx.roles:
             out.append(f"  {'':5} {'':<{width}} {'':23} ({cx.roles[index]})")
     pairs = overlaps(events, indices)
+    if cx.violation is not None:
+        out.append(f"Violation: #{cx.violation.culprit}'s answer: {cx.violation.kind} (the other calls "
+                   f"linearize without it; shrinking kept this violation)")
     out.append("Overlapping calls (either order is allowed): "
                + (", ".join(f"#{a}~#{b}" for a, b in pairs) if pairs else "none: the calls are sequential"))
     steps = [f"tick@{p.now}" if p.call is None else f"#{p.call}@{p.now}" for p in stuck.prefix]

@@ -25,6 +25,8 @@ import argparse
 import asyncio
 import os
 import random
+import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -64,15 +66,16 @@ class Shared:
     versions: dict[str, int] = field(default_factory=dict)
     #: Each pool slot's generation: once a task of a slot has been acquired, or its promise
     #: is no longer pending, the workers move on to a fresh id for that slot, so there is
-    #: always a pending task to contend for (a slot's id is k<slot>.<generation>).
+    #: always a pending task to contend for (a slot's id is k<slot>-<generation>: no dot,
+    #: since a schedule id `s<id>` may hold none, docs/operations.md "Validation").
     generations: dict[int, int] = field(default_factory=dict)
 
     def id_of(self, slot: int) -> str:
-        return f"k{slot}.{self.generations.get(slot, 0)}"
+        return f"k{slot}-{self.generations.get(slot, 0)}"
 
     def move_on(self, id: str) -> None:
         """The task of `id` was won or its promise ended: its slot moves to a fresh id."""
-        head, _, generation = id.partition(".")
+        head, _, generation = id.partition("-")
         if head.startswith("k") and head[1:].isdigit() and generation.isdigit():
             slot = int(head[1:])
             if self.generations.get(slot, 0) == int(generation):
@@ -208,6 +211,119 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
     return ops
 
 
+#: What an in-process target's factory (or the target it makes) sets to be driven by many
+#: threads at once, one target per client: each target it makes is a client of its own
+#: (its own connection), safe beside the others. Nothing else is: a Python target shares
+#: state its author never meant to share between threads, so stress refuses it.
+CONCURRENT_CLIENTS = "concurrent_clients"
+
+
+def in_process_factory(spec: str) -> Any:
+    """The factory `module:factory` names, if it declares `concurrent_clients = True`; else
+    StressError saying what to declare. The factory is wrapped as every in-process target
+    is (duespec.targets.resolve): whatever its code raises comes out as a TargetError."""
+    from duespec.systems import get_system
+    from duespec.targets import resolve as targets
+
+    try:
+        factory = targets.resolve(get_system("schedules"), spec)
+    except targets.TargetSpecError as error:
+        raise StressError(str(error)) from None
+    if getattr(getattr(factory, "factory", factory), CONCURRENT_CLIENTS, False) is not True:
+        raise StressError(f"{spec} does not declare `{CONCURRENT_CLIENTS} = True`: stress drives one target per "
+                          f"client from many threads at once, so an in-process factory must say that each target "
+                          f"it makes is a client of its own, safe beside the others (docs/linearize.md)")
+    return factory
+
+
+def run_threads(factory: Any, *, clients: int, ops: int, seed: int, keys: int, writer: HistoryWriter | None,
+                step_ms: int = DEFAULT_PIN_STEP_MS, config: dict[str, Json] | None = None,
+                ticks: bool = False) -> int:
+    """N threads, one target each from `factory`, `ops` calls in all on the pinned clock.
+
+    As run_clients, but a call is `target.step(op, args, now)`. The pin and the call
+    instant are taken under one lock, so pins rise in call order as over HTTP; a call
+    whose step raises (a dropped connection, a SQL error escaping the target) is recorded
+    with its outcome unknown. A target that says it is unusable stops the run."""
+    import threading
+
+    from duespec.targets.interface import TargetError
+    from duespec.targets.resolve import guarded
+
+    made: list[Any] = []
+    try:
+        for _ in range(clients):
+            made.append(guarded("the factory", factory))
+        made[0].reset(config or {"profile": "lean", "retry_timeout": 5000})
+    except TargetError as error:
+        for target in made:
+            _close(target)
+        raise StressError(f"{error}") from None
+    shared = Shared("pinned", TICK_SHARE if ticks else 0.0, step_ms=step_ms, rng=random.Random(seed))
+    lock = threading.Lock()
+    remaining = [ops]
+    unusable: list[TargetError] = []
+    raised: list[TargetError] = []
+
+    def client(n: int) -> None:
+        rng = random.Random(seed * 1_000_003 + n)
+        name, target = f"c{n}", made[n]
+        while True:
+            with lock:
+                if remaining[0] <= 0 or unusable:
+                    return
+                remaining[0] -= 1
+                now = shared.pin()
+                assert now is not None
+                op, args = draw(rng, shared, keys, name, now)
+                call_ns, call_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
+            response: dict[str, Json] | None
+            try:
+                response = target.step(op, args, now)
+                outcome = "unknown" if response.get("status") == 500 else "ok"
+            except TargetError as error:
+                (unusable if error.unusable else raised).append(error)
+                response, outcome = None, "unknown"
+            if outcome == "unknown":
+                response = None
+            return_ns, return_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
+            with lock:
+                learn(shared, op, response)
+            if writer is not None:
+                writer.write(Event(name, op, args, call_ns, return_ns, call_ms, return_ms, outcome, response, now))
+
+    threads = [threading.Thread(target=client, args=(n,), name=f"stress-c{n}", daemon=True) for n in range(clients)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for target in made:
+            _close(target)
+    if unusable:
+        raise StressError(f"the target became unusable: {unusable[0]}")
+    if raised:
+        first = str(raised[0]).splitlines()[0][:300]
+        print(f"duespec stress: {len(raised)} calls raised in the target (recorded with their outcome unknown); "
+              f"the first: {first}", file=sys.stderr, flush=True)
+    return ops
+
+
+def _close(target: Any) -> None:
+    from duespec.targets.interface import TargetError
+
+    try:
+        target.close()
+    except TargetError:
+        pass
+
+
+def is_in_process(target: str) -> bool:
+    """`package.module:factory`, as opposed to an http(s) URL, `serve` or anything else."""
+    return re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", target) is not None
+
+
 def start_serve(clock: str, db: str, profile: str, tick_ms: int | None, unsafe: bool) -> Any:
     """`duespec serve` in a thread of this process, on a free loopback port."""
     from duespec.wire.serve import ServerThread, WireServer
@@ -225,6 +341,12 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
     config = {"profile": profile, "retry_timeout": 5000}
     header = HistoryHeader("schedules", clock, config, "duespec stress",
                            {"seed": seed, "clients": clients, "ops": ops, "keys": keys})
+    if is_in_process(target):
+        factory = in_process_factory(target)
+        with HistoryWriter(output, header) as writer:
+            run_threads(factory, clients=clients, ops=ops, seed=seed, keys=keys, writer=writer, step_ms=step_ms,
+                        config=config, ticks=ticks)
+        return read_history(output)
     served = start_serve(clock, db, profile, tick_ms, unsafe) if target == "serve" else None
     try:
         url = served.url if served is not None else target
@@ -249,8 +371,12 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--ops must lie in [1, {MAX_OPS:,}], got {args.ops}")
     if not 1 <= args.keys <= 1000:
         raise UsageError(f"--keys must lie in [1, 1000], got {args.keys}")
-    if args.target != "serve" and not args.target.startswith(("http://", "https://")):
-        raise UsageError(f"--target must be an http(s) URL or `serve`, got {args.target[:200]!r}")
+    in_process = is_in_process(args.target)
+    if args.target != "serve" and not args.target.startswith(("http://", "https://")) and not in_process:
+        raise UsageError(f"--target must be an http(s) URL, `serve` or module:factory, got {args.target[:200]!r}")
+    if in_process and args.clock != "pinned":
+        raise UsageError("an in-process target (module:factory) takes --clock pinned only: its step is given "
+                         "`now`, so there is no clock of its own to read")
     if args.target != "serve" and (args.db != ":memory:" or args.unsafe_drop_acquire_lock or args.tick_ms):
         raise UsageError("--db and --tick-ms are for --target serve (the in-process server)")
     if args.ticks and args.clock != "pinned":
@@ -301,8 +427,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         epilog="example: duespec stress schedules --target serve --clients 8 --ops 400 --seed 1")
     parser.add_argument("system", choices=("schedules",))
     parser.add_argument("--target", required=True,
-                        help="the server's URL (it must accept debug.reset), or `serve` for duespec serve "
-                             "started in this process on a free loopback port")
+                        help="the server's URL (it must accept debug.reset), `serve` for duespec serve "
+                             "started in this process on a free loopback port, or module:factory, an in-process "
+                             "target whose factory declares concurrent_clients = True (one target per client, "
+                             "each driven by a thread of its own; pinned clock)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     parser.add_argument("--ops", type=int, default=400, help="calls in all (default 400)")
     parser.add_argument("--keys", type=int, default=3, help="ids in the shared pool (default 3: real contention)")

@@ -2,6 +2,7 @@
 
     export RESONATE_PG_DSN='host=127.0.0.1 port=5432 user=postgres dbname=resonate'
     PYTHONPATH=examples/resonate-pg duespec conform schedules --target target:make_target
+    PYTHONPATH=examples/resonate-pg duespec stress schedules --target target:make_client --clients 16
 
 Every operation of docs/operations.md that is a Resonate kind travels as the envelope
 `duespec --target http://...` would POST (built by duespec.wire.envelope.op_envelope, with
@@ -66,6 +67,31 @@ def make_target() -> ResonatePgTarget:
     return ResonatePgTarget(dsn)
 
 
+def make_client() -> ResonatePgTarget:
+    """The factory `duespec stress --target target:make_client` calls once per client: a
+    target on a PostgreSQL connection of its own (closed by `close`), so that N clients
+    are N sessions calling resonate_rpc at once, as N SDK workers would. The connection
+    string is $RESONATE_PG_DSN, as for make_target."""
+    dsn = os.environ.get("RESONATE_PG_DSN")
+    if not dsn:
+        raise TargetError("RESONATE_PG_DSN is not set: give the libpq connection string of a database "
+                          "resonate.sql was applied to (examples/resonate-pg/README.md)", unusable=True)
+    return ResonatePgTarget(dsn, own_connection=True)
+
+
+#: duespec stress may drive the targets make_client makes from many threads at once.
+make_client.concurrent_clients = True  # type: ignore[attr-defined]
+
+
+def _connect(dsn: str) -> psycopg.Connection:
+    try:
+        conn = psycopg.connect(dsn, autocommit=True)
+    except psycopg.Error as error:
+        raise TargetError(f"cannot connect to RESONATE_PG_DSN ({dsn}): {error}".strip(), unusable=True) from None
+    conn.add_notice_handler(lambda notice: None)
+    return conn
+
+
 #: One connection per DSN for the whole campaign: a campaign makes a target per run, and a
 #: new PostgreSQL session would recompile every PL/pgSQL function on first use.
 _CONNECTIONS: dict[str, psycopg.Connection] = {}
@@ -77,11 +103,7 @@ def _connection(dsn: str) -> psycopg.Connection:
         return conn
     if conn is not None:  # interrupted mid-query (a --timeout): stop that query, start afresh
         _drop(dsn, conn)
-    try:
-        conn = psycopg.connect(dsn, autocommit=True)
-    except psycopg.Error as error:
-        raise TargetError(f"cannot connect to RESONATE_PG_DSN ({dsn}): {error}".strip(), unusable=True) from None
-    conn.add_notice_handler(lambda notice: None)
+    conn = _connect(dsn)
     _CONNECTIONS[dsn] = conn
     return conn
 
@@ -98,15 +120,23 @@ def _drop(dsn: str, conn: psycopg.Connection) -> None:
 
 
 class ResonatePgTarget:
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *, own_connection: bool = False) -> None:
+        """`own_connection`: a connection of this target's own (a stress client), opened
+        on first use and closed by `close`; otherwise the campaign's shared one."""
         self.dsn = dsn
+        self.own_connection = own_connection
+        self._own: psycopg.Connection | None = None
         self.corr_ids = itertools.count(1)
         #: The envelope and answer of the last step, for divergence reports.
         self.last_exchange: str | None = None
 
     @property
     def conn(self) -> psycopg.Connection:
-        return _connection(self.dsn)
+        if not self.own_connection:
+            return _connection(self.dsn)
+        if self._own is None or self._own.closed:
+            self._own = _connect(self.dsn)
+        return self._own
 
     # --- the Target interface ------------------------------------------------------------
 
@@ -220,7 +250,11 @@ class ResonatePgTarget:
         }
 
     def close(self) -> None:
-        """The connection is shared by the campaign's targets (see _CONNECTIONS)."""
+        """Closes a connection of its own; the shared one stays for the campaign's next
+        target (see _CONNECTIONS)."""
+        if self._own is not None:
+            self._own.close()
+            self._own = None
 
     # --- the environment -----------------------------------------------------------------
 

@@ -1,0 +1,58 @@
+"""`make check`'s run of `duespec stress` against resonate-pg on a real PostgreSQL.
+
+Starts a throwaway PostgreSQL with resonate.sql applied (tests/pg_support.py: the
+binaries from $DUESPEC_PG_BIN, resonate.sql from $DUESPEC_RESONATE_PG_SQL), runs
+
+    duespec stress schedules --target target:make_client --clients 16 --ops 2000 --clock pinned
+
+(examples/resonate-pg/target.py: one PostgreSQL session per client), prints the verdict
+and exits with stress's code: 0 linearizable, 1 not (docs/findings.md says what is
+known), 3 unknown. If PostgreSQL or resonate.sql is unavailable it prints
+"NOT CHECKED: ..." and exits 2: never 0 without a check.
+
+    .venv/bin/python tools/stress_resonate_pg.py [--clients N] [--ops M] [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "examples" / "resonate-pg"))
+
+from pg_support import PostgresServer, PostgresUnavailable  # noqa: E402
+
+from duespec.cli import main as duespec  # noqa: E402
+
+NOT_CHECKED = 2
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--ops", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as error:
+        print(f"NOT CHECKED: resonate-pg stress needs PostgreSQL and resonate.sql: {error}", flush=True)
+        return NOT_CHECKED
+    try:
+        os.environ["RESONATE_PG_DSN"] = server.dsn
+        print(f"resonate-pg stress: {args.clients} clients, {args.ops:,} calls, pinned clock, seed {args.seed}",
+              flush=True)
+        code = duespec(["stress", "schedules", "--target", "target:make_client", "--clients", str(args.clients),
+                        "--ops", str(args.ops), "--seed", str(args.seed), "--clock", "pinned"])
+    finally:
+        server.stop()
+    print(f"resonate-pg stress: exit {code}", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
