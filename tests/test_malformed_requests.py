@@ -149,7 +149,6 @@ def test_schedules_answers_a_malformed_request_with_400(schedules: Target, shape
 import fcntl  # noqa: E402
 import http.client  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import sqlite3  # noqa: E402
 from urllib.parse import urlsplit  # noqa: E402
 
