@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -234,7 +235,14 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            pending = {pool.submit(_worker_chunk, spec, chunk): chunk for chunk in mine}
+            # Forked workers share this process's objects; frozen, the workers' collections
+            # leave them alone (Python's advice for fork without exec). Measured on duebook,
+            # a forked worker otherwise spent about a tenth more CPU per step than one job.
+            gc.freeze()
+            try:
+                pending = {pool.submit(_worker_chunk, spec, chunk): chunk for chunk in mine}
+            finally:
+                gc.unfreeze()
             done_count = 0
             try:
                 while pending:
