@@ -10,8 +10,11 @@ each asks duespec.judge and none compares on its own.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from duespec.campaigns.long_run import run_long
 from duespec.campaigns.minimise import replay_failure
@@ -19,6 +22,8 @@ from duespec.campaigns.reset_leak import probe
 from duespec.campaigns.run import run_campaign, write_failure_trace
 from duespec.judge import Difference, DivergenceClass, FindingKind, StepJudge, trusts
 from duespec.systems import get_system
+from duespec.targets.interface import TargetError, fast_checks
+from duespec.targets.resolve import WatchedTarget, resolve, unwrapped
 from duespec.traces.replay import replay
 
 DUEBOOK = get_system("duebook")
@@ -105,14 +110,46 @@ def test_only_duespecs_own_adapters_are_trusted_with_their_fast_checks() -> None
         def state_is(self, want: Any) -> bool:
             return True  # would hide every state difference if it were believed
 
+    class OwnBoundary(WatchedTarget):
+        """A wrapper of someone else's, however much it looks like duespec's."""
+
     assert trusts(DUEBOOK.impl())
     assert not trusts(Vouches())
-    judge = StepJudge(DUEBOOK.model(), Vouches())
+    # duespec's own call boundary is looked through, to what it wraps, and no further.
+    assert trusts(WatchedTarget(DUEBOOK.impl(), 5.0))
+    assert trusts(WatchedTarget(WatchedTarget(DUEBOOK.impl(), 5.0), 5.0))
+    assert not trusts(WatchedTarget(Vouches(), 5.0))
+    assert not trusts(OwnBoundary(DUEBOOK.impl(), 5.0))
+    for vouching in (Vouches(), WatchedTarget(Vouches(), 5.0)):
+        judge = StepJudge(DUEBOOK.model(), vouching)
+        judge.reset(DUEBOOK.config(DUEBOOK.profiles[0]))
+        judge.step("schedule", {"owner": "a", "delay": 0, "ttl": 0}, 0)
+        unwrapped(judge.target).inner.reset(DUEBOOK.config(DUEBOOK.profiles[0]))  # type: ignore[attr-defined]
+        verdict = judge.state()
+        assert isinstance(verdict, Difference) and verdict.kind == FindingKind.STATE, vouching
+
+
+def test_the_boundary_passes_the_trusted_fast_checks_through_under_its_deadline() -> None:
+    """`duespec check duebook` resolves `impl` behind the per-call deadline; the judge
+    still uses the adapter's own checks (no state built per step), and they are watched."""
+    watched = resolve(DUEBOOK, "impl", timeout=5.0)()
+    judge = StepJudge(DUEBOOK.model(), watched)
     judge.reset(DUEBOOK.config(DUEBOOK.profiles[0]))
-    judge.step("schedule", {"owner": "a", "delay": 0, "ttl": 0}, 0)
-    judge.target.inner.reset(DUEBOOK.config(DUEBOOK.profiles[0]))  # type: ignore[attr-defined]
-    verdict = judge.state()
-    assert isinstance(verdict, Difference) and verdict.kind == FindingKind.STATE
+    assert judge.check is not None  # the adapter's fused step check, through the boundary
+    observed = []
+    watched.observe = lambda: observed.append(1) or {}  # type: ignore[method-assign]
+    for now, (op, args) in enumerate([("schedule", {"owner": "a", "delay": 5, "ttl": 9}),
+                                      ("get", {"id": 1}), ("claim", {"owner": "b"})]):
+        assert judge.step(op, args, now)[1] is None
+        assert judge.state() is None
+    assert observed == []  # every state was vouched for without being built
+
+    assert fast_checks(WatchedTarget(LoudGet(), 5.0)) is None  # nothing to pass through
+
+    slow = DUEBOOK.impl()
+    slow.state_is = lambda want: time.sleep(30)  # type: ignore[method-assign]
+    with pytest.raises(TargetError, match="observe"):
+        WatchedTarget(slow, 0.2).state_is({})  # type: ignore[misc]
 
 
 def test_no_harness_module_probes_a_target_for_its_hooks() -> None:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from duespec.bench.parallel import remembered_failure
 from duespec.campaigns import database as examples_db
 from duespec.campaigns import parallel
 from duespec.campaigns.merge import merge_campaigns
@@ -241,6 +242,35 @@ def test_shared_redis_database_replays_a_failure_in_another_process_and_director
     # another target, the same database: nothing of DeepBug's is replayed
     other = _conform("scale_targets:TwoBugs", redis_server.url, second_dir)
     assert "replayed 0 saved examples" in other.stdout
+
+
+@pytest.mark.long
+def test_a_failure_found_after_hundreds_of_runs_is_found_by_replay_in_the_first(
+        tmp_path: Path, redis_server: RedisServer) -> None:
+    """The bench's memory figures, by run counts: a fresh campaign needs hundreds of runs
+    to meet the planted bug; a second process in another directory, sharing the Redis
+    database, fails in its first run, by replay, and its report says so."""
+    fresh, replayed = remembered_failure(redis_server.url, str(tmp_path))
+    assert fresh["first_failure_run"] >= 300, fresh["first_failure_run"]
+    assert (fresh.get("database") or {}).get("hits") == 0
+    assert "database hit" not in fresh["printed"]
+    assert replayed["first_failure_run"] == 1
+    assert replayed["database"]["hits"] == 1
+    [label] = [finding["label"] for finding in replayed["findings"]]
+    assert f"database hit: {label} (found by replaying a saved example)" in replayed["printed"]
+    assert "first failing run (run 1) found after" in replayed["printed"]
+    assert [finding["label"] for finding in fresh["findings"]] == [label]
+
+
+def test_the_first_failing_run_is_counted_from_the_campaigns_start(small_chunks: None) -> None:
+    """A class found in a later chunk: its first failing run is numbered after the runs
+    of the chunks before it, as one long campaign would number it."""
+    failing = _run(scale_targets.TwoBugs, 10, max_classes=1)
+    passing = _run(scale_targets.SingleCopy, 10, target_spec="scale_targets:SingleCopy")
+    assert failing.first_failure_run is not None and passing.first_failure_run is None and passing.examples
+    parallel.mark_chunk(failing, 1, None)
+    merged = parallel.combine([failing, passing], profile=failing.profile, system="duebook", seed=3)
+    assert merged.first_failure_run == passing.examples + failing.first_failure_run
 
 
 def test_a_stale_entry_is_dropped_in_one_line(tmp_path: Path) -> None:

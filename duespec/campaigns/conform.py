@@ -163,7 +163,8 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
     if finding.counterexample:
         lines.extend(counterexample_lines(finding.counterexample))
     if result.first_failure_seconds is not None and number == 1:
-        lines.append(f"first failing run found after {result.first_failure_seconds:.2f}s "
+        which = f" (run {result.first_failure_run:,})" if result.first_failure_run is not None else ""
+        lines.append(f"first failing run{which} found after {result.first_failure_seconds:.2f}s "
                      f"(then shrunk, {result.seconds:.1f}s in all)")
     if trace is not None:
         lines.append(f"trace: {trace}")

@@ -56,6 +56,7 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
         "runs": result.examples, "steps": result.steps, "seconds": round(result.seconds, 3),
         "ok": result.ok, "failure_kind": result.failure_kind, "searches": result.searches,
         "stopped": result.stopped, "first_failure_seconds": result.first_failure_seconds,
+        "first_failure_run": result.first_failure_run,
         "coverage": dict(result.coverage), "depths": result.depths,
         "skipped": dict(result.masks.skipped) if result.masks else {},
         "runs_ended": dict(result.masks.runs_ended) if result.masks else {},
@@ -109,7 +110,7 @@ def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
         failure_summary=first.summary if first else None, findings=findings, masks=masks,
         scope=_ScopeText(data["scope"]) if data.get("scope") else None,  # type: ignore[arg-type]
         searches=data.get("searches", 1), stopped=data.get("stopped"), depths=data.get("depths", []),
-        first_failure_seconds=data.get("first_failure_seconds"))
+        first_failure_seconds=data.get("first_failure_seconds"), first_failure_run=data.get("first_failure_run"))
     result.chunks = list(data["chunks"])  # type: ignore[attr-defined]
     result.total_chunks = data["total_chunks"]  # type: ignore[attr-defined]
     result.database_stats = Stats.from_json(data["database"]) if data.get("database") else None  # type: ignore[attr-defined]

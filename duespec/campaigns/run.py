@@ -114,8 +114,11 @@ class CampaignResult:
     stopped: str | None = None
     #: Per run, the sizes it reached (ProtocolMachine.depth_reached): how deep it went.
     depths: list[dict[str, int]] = field(default_factory=list)
-    #: Seconds into the campaign when the first failing run ended (before shrinking).
+    #: Seconds into the campaign when the first failing run ended (before shrinking); a
+    #: chunked campaign counts from its own start, not its chunk's.
     first_failure_seconds: float | None = None
+    #: Which run that was (1 = the first run of the campaign; chunks counted in order).
+    first_failure_run: int | None = None
     #: Why the campaign stopped before its runs were done (SIGTERM, SIGINT, --budget).
     cut_short: str | None = None
     #: Runs asked for (--examples) in the search that was cut short.
@@ -200,7 +203,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        request_tags=request_tags, tag_request=system.tag_request,
                        stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0),
                        fixed_config=not reset)
-    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "smallest": None}
+    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "first_failure_run": None,
+                               "smallest": None}
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
@@ -219,6 +223,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             counted["failed_runs"] += 1
             if counted["first_failure"] is None:
                 counted["first_failure"] = time.perf_counter() - started
+                counted["first_failure_run"] = counted["examples"]
             # the smallest failing run so far: what a search cut short while shrinking keeps
             smallest = counted["smallest"]
             if smallest is None or len(self.steps) < len(smallest[1]):
@@ -297,6 +302,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         findings=findings, masks=masks, scope=scope, searches=searches, stopped=stopped,
         depths=list(machine.depths),
         first_failure_seconds=counted["first_failure"] if first else None,
+        first_failure_run=counted["first_failure_run"] if first else None,
         cut_short=stopper.reason, examples_asked=examples, request_tags=request_tags,
         namespaced=not reset,
     )

@@ -25,7 +25,7 @@ from duespec.targets import deadline as deadline_module
 from duespec.targets.deadline import deadline
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
-from duespec.targets.interface import Json, Target, TargetError, TargetFactory
+from duespec.targets.interface import Json, Target, TargetError, TargetFactory, fast_checks
 
 T = TypeVar("T")
 
@@ -200,10 +200,53 @@ class WatchedTarget:
     def observe(self) -> dict[str, Json]:
         return _json_object("observe", guarded("observe", self.inner.observe, self.timeout), deep=False)
 
+    # The wrapped target's own fast checks, passed through under the same deadline and
+    # boundary. Whether they are believed is the judge's call (duespec.judge.trusts looks
+    # through this wrapper to the wrapped target): without them every step of duespec's own
+    # adapter behind the boundary paid for building and comparing a whole state.
+    # Properties, so that an instance cannot be given checks of its own.
+
+    @property
+    def state_is(self) -> Callable[[Json], bool] | None:
+        inner = fast_checks(self.inner)
+        state_is = inner.state_is if inner is not None else None
+        if state_is is None:
+            return None
+        timeout = self.timeout
+        return lambda want: bool(guarded("observe", lambda: state_is(want), timeout))
+
+    @property
+    def recorded_step_checker(self) -> Callable[[Any], Callable[[dict[str, Json]], Json]] | None:
+        inner = fast_checks(self.inner)
+        if inner is None or inner.make_step_checker is None:
+            return None
+        timeout, deep = self.timeout, self.deep
+
+        def make(implied: Any) -> Callable[[dict[str, Json]], Json]:
+            check = guarded("reset", lambda: inner.step_checker(implied), timeout)
+            assert check is not None
+
+            def watched(step: dict[str, Json]) -> Json:
+                what = f"step {step['op']}"
+                answer = guarded(what, lambda: check(step), timeout)
+                return None if answer is None else _json_object(what, answer, deep=deep)
+
+            return watched
+
+        return make
+
     def close(self) -> None:
         close = getattr(self.inner, "close", None)  # optional (docs/operations.md)
         if callable(close):
             guarded("close", close, self.timeout)
+
+
+def unwrapped(target: Target) -> Target:
+    """The target inside duespec's own call boundary (a WatchedTarget, exactly: a subclass
+    defined elsewhere is outside code), or `target` itself."""
+    while type(target) is WatchedTarget:
+        target = target.inner
+    return target
 
 
 class WatchedFactory:
