@@ -337,7 +337,7 @@ def main(args: argparse.Namespace) -> int:
         database = parallel.open_database_of(args)
         if args.observe == "none" and system.probes is None:
             raise UsageError(f"{system.name} has no public reads to check a target without its state by")
-        reset_mode = getattr(args, "reset", "target")
+        reset_mode = vars(args).get("reset", "target")
         if reset_mode == "none" and system.namespace is None:
             raise UsageError(f"--reset none: {system.name} has no id namespaces, so its target must offer reset")
         observe, reset = preflight(system, factory, profiles[0], args.observe, reset_mode)
