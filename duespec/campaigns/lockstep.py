@@ -133,7 +133,7 @@ class LockstepMachine(ProtocolMachine):
                 reject()
             return
         assert isinstance(verdict, Difference)
-        if verdict.kind == FindingKind.TARGET_RAISED:
+        if verdict.kind in (FindingKind.TARGET_RAISED, FindingKind.TARGET_TOO_SLOW):
             raise TargetRaised(verdict) from cause
         raise Divergence(verdict)
 

@@ -6,6 +6,10 @@ recorded and masked, and the search runs again, until a search finds nothing new
 `max_classes` classes are found. Every failure is first replayed twice from a reset and
 once on the model (duespec.campaigns.reset_leak): a target whose answers depend on earlier
 runs is reported as "state survives reset", and the search stops there.
+
+A call past --timeout is a finding ("target too slow: OP took > Ns (--timeout)"), one
+class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_SECONDS, it is not
+replayed by the reset-leak probe, and the search goes on to other classes.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
+#: Wall-clock seconds a search may spend shrinking a `target too slow` failure (each
+#: shrink that reaches the slow call waits the whole --timeout); then the shortest slow
+#: run seen so far is the class's counterexample, and the campaign searches on.
+SLOW_SHRINK_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -188,8 +196,18 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        scope.excluded_ops if scope else frozenset(), depth,
                        probes=None if observe else system.probes,
                        request_tags=request_tags, tag_request=system.tag_request,
-                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0))
-    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "smallest": None}
+                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0) or slow_budget_spent())
+    counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "smallest": None,
+                               "slow_since": None, "smallest_slow": None, "slow_cut": False}
+
+    def slow_budget_spent() -> bool:
+        """A search shrinking a too-slow failure stops after SLOW_SHRINK_SECONDS: the run in
+        progress ends, once (Hypothesis may then replay its best run as it stands)."""
+        since = counted["slow_since"]
+        if since is None or time.perf_counter() - since < SLOW_SHRINK_SECONDS:
+            return False
+        counted["slow_since"], counted["slow_cut"] = None, True
+        return True
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
@@ -212,6 +230,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             smallest = counted["smallest"]
             if smallest is None or len(self.steps) < len(smallest[1]):
                 counted["smallest"] = (in_flight, list(self.steps), dict(machine.last_config))
+            if isinstance(in_flight, TargetRaised) and in_flight.divergence_class.kind == FindingKind.TARGET_TOO_SLOW:
+                if counted["failed_runs"] == 1 and not counted["slow_cut"]:  # found first: its shrinking is bounded
+                    counted["slow_since"] = time.perf_counter()
+                slow = counted["smallest_slow"]
+                if slow is None or len(self.steps) < len(slow[1]):
+                    counted["smallest_slow"] = (in_flight, list(self.steps), dict(machine.last_config))
         base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
@@ -232,6 +256,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             searches += 1
             counted["failed_runs"], counted["smallest"] = 0, None
+            counted["slow_since"], counted["smallest_slow"], counted["slow_cut"] = None, None, False
             hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
@@ -243,10 +268,17 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = "every run of the last search ended at a masked difference"
                 break
             except CampaignStopped:
-                if counted["smallest"] is None:
+                if not stopper.requested and counted["slow_cut"] and counted["smallest_slow"] is not None:
+                    # its shrinking budget spent: the shortest slow run is the class's, and on
+                    error, steps, run_config = counted["smallest_slow"]
+                    finding = finding_of(error, steps, oracle, target, run_config, observe)
+                    finding.failure += (f"\n(shrinking stopped after {SLOW_SHRINK_SECONDS:g}s, the budget of "
+                                        f"a too-slow class; the shortest slow run seen is shown)")
+                elif counted["smallest"] is None:
                     break  # cut short with nothing failing in this search
-                error, steps, run_config = counted["smallest"]
-                finding = finding_of(error, steps, oracle, target, run_config, observe)
+                else:
+                    error, steps, run_config = counted["smallest"]
+                    finding = finding_of(error, steps, oracle, target, run_config, observe)
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
                 steps = list(machine.last_steps)
@@ -256,7 +288,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     if counted["smallest"] is None:
                         break  # cut short with nothing failing in this search
                     error, steps, run_config = counted["smallest"]
+                elif counted["slow_cut"] and counted["smallest_slow"] is not None and not isinstance(
+                        error, (Divergence, TargetRaised)):
+                    error, steps, run_config = counted["smallest_slow"]  # flaky by the shrinking budget's cut
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
+                if counted["slow_cut"] and finding.kind == FindingKind.TARGET_TOO_SLOW:
+                    finding.failure += (f"\n(shrinking stopped after {SLOW_SHRINK_SECONDS:g}s, the budget of "
+                                        f"a too-slow class)")
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
                     _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
             findings.append(finding)
@@ -351,7 +389,16 @@ def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFact
         found = None
     else:
         return Finding(FindingKind.HARNESS_ERROR, None, summary, failure, steps, config=config)
+    if found is not None and found.kind == FindingKind.TARGET_TOO_SLOW:
+        # Not probed: each replay would wait the whole --timeout again, and whether a call
+        # near the bound finishes proves nothing about a leak.
+        return Finding(found.kind, found, summary, failure, steps, config=config)
     checked = probe(oracle, target, config, steps, observe) if steps else None
+    if checked is not None and checked.inconclusive is not None:
+        failure += f"\n(the reset-leak check was inconclusive: {checked.inconclusive})"
+        return Finding(found.kind, found, summary, failure, steps, config=config) if found is not None else Finding(
+            FindingKind.NOT_REPRODUCIBLE, DivergenceClass(FindingKind.NOT_REPRODUCIBLE, steps[-1]["op"], (), "$"),
+            summary, failure, steps, config=config)
     if checked is not None and checked.leak is not None:
         at = steps[checked.leak_step or 0]
         leak = DivergenceClass(FindingKind.STATE_SURVIVES_RESET, at["op"], (), "$")
@@ -387,9 +434,10 @@ def add_budget_arguments(parser: argparse.ArgumentParser, examples: int) -> None
                         help="steps per run (default 50)")
 
 
-def progress_printer(every_seconds: float, stream: TextIO | None = None) -> ProgressCallback:
+def progress_printer(every_seconds: float, stream: TextIO | None = None, label: str = "") -> ProgressCallback:
     """A progress callback that prints one line at most every `every_seconds`, and once
-    when shrinking starts, to stderr: long campaigns show they are alive."""
+    when shrinking starts, to stderr: long campaigns show they are alive. `label` names
+    the part of the campaign (a chunk) the figures are of."""
     last = {"printed": 0.0, "shrinking": False}
 
     def report(now: CampaignProgress) -> None:
@@ -399,7 +447,7 @@ def progress_printer(every_seconds: float, stream: TextIO | None = None) -> Prog
         last["printed"], last["shrinking"] = now.seconds, now.shrinking
         rate = now.steps / now.seconds if now.seconds else 0.0
         phase = "failing run found, shrinking it" if now.shrinking else "running"
-        print(f"  ... {phase}: {now.examples} runs, {now.steps} steps, {now.seconds:.0f}s "
+        print(f"  ... {label + ': ' if label else ''}{phase}: {now.examples} runs, {now.steps} steps, {now.seconds:.0f}s "
               f"({rate:,.0f} steps/s)", file=stream or sys.stderr, flush=True)
 
     return report
