@@ -10,11 +10,21 @@ exact paths: whatever else differs is still judged.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from duespec.judge import DECLARED, FOUND, DivergenceClass, FindingKind
+
+
+def request_key(op: str, args: Any) -> str:
+    """A request as a key: its op and arguments (not its `now`); any JSON at all (a
+    malformed request's op may be a number, its keys of mixed types)."""
+    try:
+        return json.dumps([op, args], sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr((op, args))
 
 
 @dataclass
@@ -38,6 +48,17 @@ class Masks:
     runs_ended: Counter[str] = field(default_factory=Counter)
     #: found class -> every set of requirement IDs its difference showed with.
     requirement_sets: dict[DivergenceClass, set[tuple[str, ...]]] = field(default_factory=dict)
+    #: Requests (op and arguments, as JSON) the target already failed to answer within
+    #: --timeout, under a `target too slow` class found: label of that class. Not sent
+    #: again: a run that makes one ends there, as it would after waiting the timeout out.
+    slow_requests: dict[str, str] = field(default_factory=dict)
+
+    def note_slow(self, op: str, args: Any, label: str) -> None:
+        self.slow_requests[request_key(op, args)] = label
+
+    def known_slow(self, op: str, args: Any) -> str | None:
+        """The found too-slow class this very request already showed, or None."""
+        return self.slow_requests.get(request_key(op, args)) if self.slow_requests else None
 
     def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
         for entry in self.active:

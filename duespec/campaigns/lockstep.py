@@ -11,7 +11,9 @@ shrinks it); a masked one (a class already found, or a declared difference) does
 declared difference masks exactly the places it names: the rest of the answer and the
 state are still compared and the run goes on. A class already found ends the run at its
 state difference (or the state after its masked response), as does a masked target
-failure: nothing after it could be compared. Every run ended early is counted with its
+failure: nothing after it could be compared. A request that already ran past --timeout
+under a found `target too slow` class (the same op and arguments) is not sent again: the
+run ends before it, as it would have after waiting the timeout out. Every run ended early is counted with its
 reason (Masks.runs_ended), for the verdict line.
 """
 
@@ -30,6 +32,7 @@ from duespec.systems import Probes
 from duespec.systems.machine import ProtocolMachine
 from duespec.judge import (
     Difference,
+    FOUND,
     Divergence,
     FindingKind,
     Masked,
@@ -112,9 +115,18 @@ class LockstepMachine(ProtocolMachine):
             reject()
         if self.request_tags and self.tag_request is not None:
             args = self.tag_request(op, args, self.request_tags)
+        masks = self.masks
+        if masks is not None and masks.slow_requests:
+            slow = masks.known_slow(op, args)
+            if slow is not None:  # it ran past --timeout before: not sent again, the run ends here
+                masks.runs_ended[slow] += 1
+                reject()
         expected, verdict = self.judge.step(op, args, now)
         type(self).total_steps += 1
         if verdict is not None:
+            if (masks is not None and type(verdict) is Masked and verdict.ends_run
+                    and verdict.labels[0].startswith(FOUND + str(FindingKind.TARGET_TOO_SLOW))):
+                masks.note_slow(op, args, verdict.labels[0])
             self.act_on(verdict)
         return expected
 

@@ -45,7 +45,7 @@ from duespec.campaigns.scope import Scope
 from duespec.campaigns.stopping import Stopper
 from duespec.coverage import collecting
 from duespec.systems import System
-from duespec.judge import Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
+from duespec.judge import FOUND, Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
 from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
@@ -305,6 +305,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = f"the class {found.label()} was found again although masked"
                 break
             finding.declared = masks.add(found)
+            if found.kind == FindingKind.TARGET_TOO_SLOW and finding.counterexample:
+                slow_step = finding.counterexample[-1]
+                masks.note_slow(slow_step["op"], slow_step["args"], FOUND + found.label())
             if on_finding is not None:
                 on_finding(len(findings), finding)
             if len(findings) >= max_classes:
