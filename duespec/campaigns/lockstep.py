@@ -12,8 +12,10 @@ declared difference masks exactly the places it names: the rest of the answer an
 state are still compared and the run goes on. A class already found ends the run at its
 state difference (or the state after its masked response), as does a masked target
 failure: nothing after it could be compared. A request that already ran past --timeout
-under a found `target too slow` class (the same op and arguments) is not sent again: the
-run ends before it, as it would have after waiting the timeout out. Every run ended early is counted with its
+under a found `target too slow` class is not sent again when a run makes it again after
+the same config and steps (Hypothesis replays prefixes often: every run's opening is
+drawn from a few values): the run ends before it, as it would have after waiting the
+timeout out. Every run ended early is counted with its
 reason (Masks.runs_ended), for the verdict line.
 """
 
@@ -27,7 +29,7 @@ from typing import Any, ClassVar
 from hypothesis import reject
 from hypothesis.stateful import invariant
 
-from duespec.campaigns.classes import Masks
+from duespec.campaigns.classes import Masks, RunPrefix, slow_key
 from duespec.systems import Probes
 from duespec.systems.machine import ProtocolMachine
 from duespec.judge import (
@@ -94,6 +96,8 @@ class LockstepMachine(ProtocolMachine):
                                observe=self.probes is None)
         #: Steps before this one have had their public reads taken (a response-only check).
         self.read_up_to = 0
+        #: This run so far, digested, once the campaign knows a request too slow to send again.
+        self.prefix: RunPrefix | None = None
         self.steps: list[dict[str, Json]] = self.judge.steps
         type(self).last_steps = self.steps
         self.act_on(self.judge.reset(self.config))
@@ -117,8 +121,10 @@ class LockstepMachine(ProtocolMachine):
             args = self.tag_request(op, args, self.request_tags)
         masks = self.masks
         if masks is not None and masks.slow_requests:
-            slow = masks.known_slow(op, args)
-            if slow is not None:  # it ran past --timeout before: not sent again, the run ends here
+            if self.prefix is None:
+                self.prefix = RunPrefix(type(self).last_config)
+            slow = masks.slow_requests.get(self.prefix.key(self.steps, op, args, now))
+            if slow is not None:  # this run made it before, and it ran past --timeout: the run ends here
                 masks.runs_ended[slow] += 1
                 reject()
         expected, verdict = self.judge.step(op, args, now)
@@ -126,7 +132,7 @@ class LockstepMachine(ProtocolMachine):
         if verdict is not None:
             if (masks is not None and type(verdict) is Masked and verdict.ends_run
                     and verdict.labels[0].startswith(FOUND + str(FindingKind.TARGET_TOO_SLOW))):
-                masks.note_slow(op, args, verdict.labels[0])
+                masks.slow_requests[slow_key(type(self).last_config, self.steps)] = verdict.labels[0]
             self.act_on(verdict)
         return expected
 

@@ -37,7 +37,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
-from duespec.campaigns.classes import Masks
+from duespec.campaigns.classes import Masks, slow_key
 from duespec.campaigns.lockstep import CampaignStopped, lockstep
 from duespec.campaigns.minimise import minimise
 from duespec.campaigns.reset_leak import leak_trace, probe
@@ -306,8 +306,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             finding.declared = masks.add(found)
             if found.kind == FindingKind.TARGET_TOO_SLOW and finding.counterexample:
-                slow_step = finding.counterexample[-1]
-                masks.note_slow(slow_step["op"], slow_step["args"], FOUND + found.label())
+                masks.slow_requests[slow_key(finding.config, finding.counterexample)] = FOUND + found.label()
             if on_finding is not None:
                 on_finding(len(findings), finding)
             if len(findings) >= max_classes:
