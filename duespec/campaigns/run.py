@@ -8,7 +8,8 @@ once on the model (duespec.campaigns.reset_leak): a target whose answers depend 
 runs is reported as "state survives reset", and the search stops there.
 
 A call past --timeout is a finding ("target too slow: OP took > Ns (--timeout)"), one
-class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_SECONDS, it is not
+class per op, never a hang: its shrinking is bounded by SHRINK_SECONDS (as every
+class's is), it is not
 replayed by the reset-leak probe, and the search goes on to other classes.
 """
 
@@ -50,10 +51,13 @@ from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
-#: Wall-clock seconds a search may spend shrinking a `target too slow` failure (each
-#: shrink that reaches the slow call waits the whole --timeout); then the shortest slow
-#: run seen so far is the class's counterexample, and the campaign searches on.
-SLOW_SHRINK_SECONDS = 30.0
+#: Wall-clock seconds a search may spend shrinking the failure it found (Hypothesis
+#: replays the run hundreds of times; a target that takes milliseconds a call, or a
+#: `target too slow` failure, each of whose shrinks that reaches the slow call waits the
+#: whole --timeout, would spend minutes on each class); then the shortest failing run of
+#: that class seen so far is kept, the trace minimiser shortens it (bounded on its own),
+#: and the campaign searches on. An in-process target's shrinking ends well within it.
+SHRINK_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -198,15 +202,16 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        request_tags=request_tags, tag_request=system.tag_request,
                        stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0) or slow_budget_spent())
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "smallest": None,
-                               "slow_since": None, "smallest_slow": None, "slow_cut": False}
+                               "shrink_since": None, "smallest_of_class": None, "shrink_cut": False,
+                               "first_class": None}
 
     def slow_budget_spent() -> bool:
-        """A search shrinking a too-slow failure stops after SLOW_SHRINK_SECONDS: the run in
-        progress ends, once (Hypothesis may then replay its best run as it stands)."""
-        since = counted["slow_since"]
-        if since is None or time.perf_counter() - since < SLOW_SHRINK_SECONDS:
+        """A search shrinking a failure stops after SHRINK_SECONDS: the run in progress
+        ends, once (Hypothesis may then replay its best run as it stands)."""
+        since = counted["shrink_since"]
+        if since is None or time.perf_counter() - since < SHRINK_SECONDS:
             return False
-        counted["slow_since"], counted["slow_cut"] = None, True
+        counted["shrink_since"], counted["shrink_cut"] = None, True
         return True
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
@@ -230,12 +235,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             smallest = counted["smallest"]
             if smallest is None or len(self.steps) < len(smallest[1]):
                 counted["smallest"] = (in_flight, list(self.steps), dict(machine.last_config))
-            if isinstance(in_flight, TargetRaised) and in_flight.divergence_class.kind == FindingKind.TARGET_TOO_SLOW:
-                if counted["failed_runs"] == 1 and not counted["slow_cut"]:  # found first: its shrinking is bounded
-                    counted["slow_since"] = time.perf_counter()
-                slow = counted["smallest_slow"]
-                if slow is None or len(self.steps) < len(slow[1]):
-                    counted["smallest_slow"] = (in_flight, list(self.steps), dict(machine.last_config))
+            found = getattr(in_flight, "divergence_class", None)
+            if counted["failed_runs"] == 1 and not counted["shrink_cut"]:  # its shrinking is bounded from now
+                counted["shrink_since"], counted["first_class"] = time.perf_counter(), found
+            if found is not None and found == counted["first_class"]:
+                best = counted["smallest_of_class"]
+                if best is None or len(self.steps) < len(best[1]):
+                    counted["smallest_of_class"] = (in_flight, list(self.steps), dict(machine.last_config))
         base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
@@ -256,7 +262,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             searches += 1
             counted["failed_runs"], counted["smallest"] = 0, None
-            counted["slow_since"], counted["smallest_slow"], counted["slow_cut"] = None, None, False
+            counted["shrink_since"], counted["smallest_of_class"], counted["shrink_cut"] = None, None, False
+            counted["first_class"] = None
             hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
@@ -268,12 +275,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = "every run of the last search ended at a masked difference"
                 break
             except CampaignStopped:
-                if not stopper.requested and counted["slow_cut"] and counted["smallest_slow"] is not None:
-                    # its shrinking budget spent: the shortest slow run is the class's, and on
-                    error, steps, run_config = counted["smallest_slow"]
+                if not stopper.requested and counted["shrink_cut"] and counted["smallest_of_class"] is not None:
+                    # its shrinking budget spent: the shortest run of the class found is the class's
+                    error, steps, run_config = counted["smallest_of_class"]
                     finding = finding_of(error, steps, oracle, target, run_config, observe)
-                    finding.failure += (f"\n(shrinking stopped after {SLOW_SHRINK_SECONDS:g}s, the budget of "
-                                        f"a too-slow class; the shortest slow run seen is shown)")
+                    finding.failure += (f"\n(shrinking stopped after {SHRINK_SECONDS:g}s, its budget; the "
+                                        f"shortest failing run of the class seen is shown)")
                 elif counted["smallest"] is None:
                     break  # cut short with nothing failing in this search
                 else:
@@ -288,13 +295,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     if counted["smallest"] is None:
                         break  # cut short with nothing failing in this search
                     error, steps, run_config = counted["smallest"]
-                elif counted["slow_cut"] and counted["smallest_slow"] is not None and not isinstance(
+                elif counted["shrink_cut"] and counted["smallest_of_class"] is not None and not isinstance(
                         error, (Divergence, TargetRaised)):
-                    error, steps, run_config = counted["smallest_slow"]  # flaky by the shrinking budget's cut
+                    error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
-                if counted["slow_cut"] and finding.kind == FindingKind.TARGET_TOO_SLOW:
-                    finding.failure += (f"\n(shrinking stopped after {SLOW_SHRINK_SECONDS:g}s, the budget of "
-                                        f"a too-slow class)")
+                if counted["shrink_cut"]:
+                    finding.failure += f"\n(shrinking stopped after {SHRINK_SECONDS:g}s, its budget)"
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
                     _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
             findings.append(finding)

@@ -47,6 +47,9 @@ Json = Any
 MAX_TIME = 253_402_300_799_999
 #: resonate-pg's tables (resonate.sql, section 1): its whole state.
 TABLES = ("promises", "tasks", "task_resumes", "callbacks", "listeners", "schedules", "outbox")
+#: The largest duration the config takes (duespec's own adapter's bound; campaigns draw it
+#: as a retry_timeout): now + it still fits resonate-pg's bigint columns.
+MAX_DURATION = 9_223_118_634_553_975_808
 #: resonate.sql's retry timeout, `_retry_timeout()`, as shipped.
 SHIPPED_RETRY_TIMEOUT = 5000
 #: Lean TaskTimeout.kind (docs/operations.md taskTimeouts): 0 retry (a pending task), 1 lease
@@ -126,8 +129,8 @@ class ResonatePgTarget:
         if unknown:
             raise TargetError(f"resonate-pg takes no config {sorted(unknown)}")
         retry = config.get("retry_timeout", SHIPPED_RETRY_TIMEOUT)
-        if type(retry) is not int or not 1 <= retry <= MAX_TIME:
-            raise TargetError(f"retry_timeout must be an integer in [1, {MAX_TIME}], got {retry!r}")
+        if type(retry) is not int or not 1 <= retry <= MAX_DURATION:
+            raise TargetError(f"retry_timeout must be an integer in [1, {MAX_DURATION}], got {retry!r}")
         conn = self.conn
         if self.dsn not in _OBSERVED:
             conn.execute(_DELETE_ALL, prepare=False)  # several statements: one implicit transaction
