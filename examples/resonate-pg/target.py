@@ -16,7 +16,9 @@ tables:
   the order its three passes take them (due promises, then due tasks, then due schedules:
   see `_due`); the count it returns must equal the length of that list, or the step fails.
 - `schedule.timeout` / `promise.timeout`: `resonate._on_schedule_timeout(id, now)` /
-  `resonate._on_promise_timeout(id, now)`, the transitions process_timeouts runs.
+  `resonate._on_promise_timeout(id, now)`, the transitions process_timeouts runs; a
+  promise's only once due, as its driver calls it (docs/operations.md: an early delivery
+  does nothing).
 - `reset`: TRUNCATE of its seven tables; `retry_timeout` sets its one constant,
   `resonate._retry_timeout()`.
 - `observe`: duespec's state shape, read from the tables (see `observe`).
@@ -261,6 +263,15 @@ class ResonatePgTarget:
                 self.last_exchange = f"SELECT resonate.process_timeouts({now}) -> {count}"
                 return {"status": 200, "fired": fired}
             function = "_on_schedule_timeout" if op == "schedule.timeout" else "_on_promise_timeout"
+            if op == "promise.timeout":
+                # docs/operations.md: the environment delivering the timeout, which does nothing
+                # before timeoutAt. resonate-pg's driver (process_timeouts) only ever calls it
+                # once due; `_on_promise_timeout` itself settles whenever it is called.
+                due = conn.execute("SELECT timeout_at <= %s FROM resonate.promises WHERE id = %s",
+                                   [now, args["id"]]).fetchone()
+                if due is not None and not due[0]:
+                    self.last_exchange = f"promise {args['id']!r} not due at {now}: _on_promise_timeout not called"
+                    return {"status": 200}
             conn.execute(f"SELECT resonate.{function}(%s, %s::bigint)", [args["id"], now])
             self.last_exchange = f"SELECT resonate.{function}({args['id']!r}, {now})"
             return {"status": 200}
