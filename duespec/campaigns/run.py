@@ -8,8 +8,9 @@ once on the model (duespec.campaigns.reset_leak): a target whose answers depend 
 runs is reported as "state survives reset", and the search stops there.
 
 A call past --timeout is a finding ("target too slow: OP took > Ns (--timeout)"), one
-class per op, never a hang: its shrinking is bounded by SHRINK_SECONDS (as every
-class's is), it is not
+class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_SECONDS (every
+other class's by SHRINK_SECONDS; then the shortest failing run of the class seen is
+kept), it is not
 replayed by the reset-leak probe, and the search goes on to other classes.
 """
 
@@ -51,13 +52,14 @@ from duespec.targets.interface import TargetError, TargetFactory
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
-#: Wall-clock seconds a search may spend shrinking the failure it found (Hypothesis
-#: replays the run hundreds of times; a target that takes milliseconds a call, or a
-#: `target too slow` failure, each of whose shrinks that reaches the slow call waits the
-#: whole --timeout, would spend minutes on each class); then the shortest failing run of
-#: that class seen so far is kept, the trace minimiser shortens it (bounded on its own),
-#: and the campaign searches on. An in-process target's shrinking ends well within it.
-SHRINK_SECONDS = 20.0
+#: Wall-clock seconds a search may spend shrinking a `target too slow` failure: each
+#: shrink that reaches the slow call waits the whole --timeout.
+SLOW_SHRINK_SECONDS = 30.0
+#: ... and any other failure: Hypothesis replays the run hundreds of times, and a server
+#: that takes milliseconds a call would spend many minutes on one class. Generous, so that
+#: the shrinking of an in-process or stdio target (seconds, or tens under load) never
+#: meets it and its counterexample does not depend on the machine's load.
+SHRINK_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         """A search shrinking a failure stops after SHRINK_SECONDS: the run in progress
         ends, once (Hypothesis may then replay its best run as it stands)."""
         since = counted["shrink_since"]
-        if since is None or time.perf_counter() - since < SHRINK_SECONDS:
+        slow = counted["first_class"] is not None and counted["first_class"].kind == FindingKind.TARGET_TOO_SLOW
+        if since is None or time.perf_counter() - since < (SLOW_SHRINK_SECONDS if slow else SHRINK_SECONDS):
             return False
         counted["shrink_since"], counted["shrink_cut"] = None, True
         return True
@@ -279,8 +282,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     # its shrinking budget spent: the shortest run of the class found is the class's
                     error, steps, run_config = counted["smallest_of_class"]
                     finding = finding_of(error, steps, oracle, target, run_config, observe)
-                    finding.failure += (f"\n(shrinking stopped after {SHRINK_SECONDS:g}s, its budget; the "
-                                        f"shortest failing run of the class seen is shown)")
+                    _note_shrink_cut(finding)
                 elif counted["smallest"] is None:
                     break  # cut short with nothing failing in this search
                 else:
@@ -300,7 +302,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
                 if counted["shrink_cut"]:
-                    finding.failure += f"\n(shrinking stopped after {SHRINK_SECONDS:g}s, its budget)"
+                    _note_shrink_cut(finding)
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
                     _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
             findings.append(finding)
@@ -351,6 +353,13 @@ def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, ma
     finding.failure = (f"{finding.summary}\n(Hypothesis shrank the failing run to {before} steps; "
                        f"removing steps and replaying left these {len(shorter.steps)}, with the same "
                        f"divergence class)")
+
+
+def _note_shrink_cut(finding: Finding) -> None:
+    seconds = SLOW_SHRINK_SECONDS if finding.kind == FindingKind.TARGET_TOO_SLOW else SHRINK_SECONDS
+    note = f"\n(shrinking stopped after {seconds:g}s, its budget: the shortest failing run of the class seen)"
+    finding.summary += note
+    finding.failure += note
 
 
 def _quiet(text: object) -> None:
