@@ -224,7 +224,7 @@ def test_a_response_only_campaign_gives_a_verdict_and_every_class_is_declared_or
     result = subprocess.run([sys.executable, "-m", "duespec", "conform", "schedules", "--target", "target:make_target",
                              "--observe", "none", "--examples", "100", "--timeout", "5",
                              "--declared", str(EXAMPLE / "declared.toml"),
-                             "--no-coverage", "--progress", "30", "--trace-dir", str(tmp_path)],
+                             "--no-coverage", "--progress", "30", "--trace-dir", str(tmp_path), "--database", "none"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     assert re.search(r"^(DIVERGES|TARGET FAILED): schedules \[lean\]", result.stdout, re.MULTILINE), result.stdout[-3000:]

@@ -19,7 +19,8 @@ tables:
   `resonate._on_promise_timeout(id, now)`, the transitions process_timeouts runs; a
   promise's only once due, as its driver calls it (docs/operations.md: an early delivery
   does nothing).
-- `reset`: TRUNCATE of its seven tables; `retry_timeout` sets its one constant,
+- `reset`: empties its seven tables (DELETE in one round trip while nothing has been
+  observed, TRUNCATE after: see _OBSERVED); `retry_timeout` sets its one constant,
   `resonate._retry_timeout()`.
 - `observe`: duespec's state shape, read from the tables (see `observe`).
 
