@@ -18,8 +18,9 @@ A class is `(kind, op, requirement IDs, path)`:
 
 - kind: a `FindingKind`: `response` (the step's answer differs), `state` (the whole
   observable state after the step differs), `target raised` (the target raised or could
-  not answer at all), `state survives reset` (the target answers the same steps
-  differently after a reset), `target not reproducible`;
+  not answer at all), `target too slow` (a call past --timeout; its path is "took > Ns
+  (--timeout)", one class per op), `state survives reset` (the target answers the same
+  steps differently after a reset), `target not reproducible`;
 - op: the operation of the step where it showed;
 - requirement IDs: the spec/*.md requirements whose branches the model took in that step
   (from its coverage tags, e.g. D-09.expired -> D-09), sorted;
@@ -29,7 +30,7 @@ A class is `(kind, op, requirement IDs, path)`:
 
 A `target raised` class is where the target raised rather than where the model was: the
 exception's type and the innermost frame of the target's code (`ZeroDivisionError at
-book.py:56`; just the type for a program that died or a call past its deadline).
+book.py:56`; just the type for a program that died).
 
 About 500 lines, on purpose in one module: every verdict and how it reads, in one place.
 """
@@ -50,6 +51,7 @@ from duespec.targets.interface import (
     Json,
     Target,
     TargetError,
+    TargetTooSlow,
     comparable,
     exchange_of,
     fast_checks,
@@ -67,6 +69,8 @@ class FindingKind(StrEnum):
     RESPONSE = "response"
     STATE = "state"
     TARGET_RAISED = "target raised"
+    #: A call did not return within --timeout: one class per op, never a hang.
+    TARGET_TOO_SLOW = "target too slow"
     STATE_SURVIVES_RESET = "state survives reset"
     NOT_REPRODUCIBLE = "target not reproducible"
     #: Something inside duespec raised (a model invariant, a harness bug): no target's finding.
@@ -89,6 +93,7 @@ class FindingKind(StrEnum):
 _OUTCOMES = {
     FindingKind.RESPONSE: "divergence", FindingKind.STATE: "divergence",
     FindingKind.TARGET_RAISED: "target_error", FindingKind.NOT_REPRODUCIBLE: "target_error",
+    FindingKind.TARGET_TOO_SLOW: "target_error",
     FindingKind.STATE_SURVIVES_RESET: "state_survives_reset", FindingKind.HARNESS_ERROR: "error",
 }
 
@@ -118,6 +123,8 @@ class DivergenceClass:
 
     def label(self) -> str:
         requirements = ", ".join(self.requirements) or "no requirement reached"
+        if self.kind == FindingKind.TARGET_TOO_SLOW:  # its path says how slow: "took > 10s (--timeout)"
+            return f"{self.kind}: {self.op} {self.path} [{requirements}]"
         return f"{self.kind} {self.op} {self.path} [{requirements}]"
 
     def masks(self, kind: str, op: str, path: str) -> bool:
@@ -125,6 +132,8 @@ class DivergenceClass:
         same kind and op at one of the paths that differed here (or under one)."""
         if kind == FindingKind.TARGET_RAISED:
             return self.kind == FindingKind.TARGET_RAISED and path == self.path
+        if kind == FindingKind.TARGET_TOO_SLOW:  # one class per op, however slow
+            return self.kind == kind and op == self.op
         return (kind == self.kind and op == self.op
                 and any(covers(mine, path) for mine in self.paths or (self.path,)))
 
@@ -176,7 +185,8 @@ class Difference:
     def describe(self, *, with_requirements: bool = True) -> str:
         """The difference for people: where, the requirements, both sides or what was raised."""
         if self.raised is not None:
-            lines = [where_of(self.step), f"  target raised {self.raised}"]
+            said = "target too slow:" if self.kind == FindingKind.TARGET_TOO_SLOW else "target raised"
+            lines = [where_of(self.step), f"  {said} {self.raised}"]
             if self.frames:
                 lines.append("  innermost frames:")
                 lines.extend(f"    {frame}" for frame in self.frames)
@@ -334,7 +344,16 @@ def state_verdict(step: dict[str, Json], expected: Json, actual: Json,
 def raised_verdict(step: dict[str, Json] | None, op: str, error: BaseException,
                    requirements: tuple[str, ...] = (), masks: MaskPolicy | None = None) -> Difference | Masked:
     """The target raised, or could not answer: its failure, classified by where it raised.
-    A masked one ends the run (what the target holds after it is unknown)."""
+    A call past --timeout is a class of its own per op (`target too slow: tick took > 10s
+    (--timeout)`). A masked one ends the run (what the target holds after it is unknown)."""
+    if isinstance(error, TargetTooSlow):
+        slow = DivergenceClass(FindingKind.TARGET_TOO_SLOW, op, requirements if step else (),
+                               too_slow_path(error.seconds))
+        if masks is not None:
+            label = masks.mask_of(FindingKind.TARGET_TOO_SLOW, op, slow.requirements, slow.path)
+            if label is not None:
+                return Masked((label,), ends_run=True, skipped=False)
+        return Difference(slow, step, raised=str(error))
     type_name, message, frames, site = exception_details(error)
     found = DivergenceClass(FindingKind.TARGET_RAISED, op, requirements if step else (), site, (site,))
     if masks is not None:
@@ -342,6 +361,11 @@ def raised_verdict(step: dict[str, Json] | None, op: str, error: BaseException,
         if label is not None:
             return Masked((label,), ends_run=True, skipped=False)
     return Difference(found, step, raised=f"{type_name}: {message}", frames=tuple(frames))
+
+
+def too_slow_path(seconds: float) -> str:
+    """The `path` of a too-slow class: how long the call was given."""
+    return f"took > {seconds:g}s (--timeout)"
 
 
 def not_an_answer(response: Json) -> TargetError | None:

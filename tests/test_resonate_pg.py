@@ -201,6 +201,44 @@ def test_a_conform_campaign_finds_only_documented_differences(dsn, profile) -> N
                                 timeout=1800))
 
 
+#: The section of docs/findings.md that lists what a response-only campaign finds.
+RESPONSE_ONLY = "## A response-only campaign"
+
+
+def _response_only_rows() -> list[tuple[re.Pattern[str], str]]:
+    """(class pattern, finding id) of each row of docs/findings.md's response-only table;
+    `*` in a class stands for any op."""
+    section = FINDINGS.read_text().split(RESPONSE_ONLY, 1)[1].split("\n## ", 1)[0]
+    return [(re.compile(re.escape(name).replace(r"\*", r"\S+")), finding)
+            for cell, finding in re.findall(r"^\| ([^|]+?) \| (F-\d+[a-z]?)\b", section, re.MULTILINE)
+            for name in re.findall(r"`((?:response|state|target) [^`]+)`", cell)]
+
+
+@pytest.mark.long
+def test_a_response_only_campaign_gives_a_verdict_and_every_class_is_declared_or_documented(dsn, tmp_path) -> None:
+    """issue 29: `conform --observe none` through the adapter, nothing but answers and public
+    reads, with --timeout 5 (the three crons resonate-pg takes ~10 s to refuse are then
+    one class, F-1c, and not sent again), ends with a verdict; every class it finds is declared (declared.toml, with its reason) or
+    listed in docs/findings.md's response-only section under a finding that page has."""
+    env = {**os.environ, "RESONATE_PG_DSN": dsn,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-m", "duespec", "conform", "schedules", "--target", "target:make_target",
+                             "--observe", "none", "--examples", "100", "--timeout", "5",
+                             "--declared", str(EXAMPLE / "declared.toml"),
+                             "--no-coverage", "--progress", "30", "--trace-dir", str(tmp_path), "--database", "none"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert re.search(r"^(DIVERGES|TARGET FAILED): schedules \[lean\]", result.stdout, re.MULTILINE), result.stdout[-3000:]
+    rows = _classes(result.stdout)
+    listed = _response_only_rows()
+    assert listed, f"docs/findings.md has no table under {RESPONSE_ONLY!r}"
+    headings = set(re.findall(r"^## (F-\d+)", FINDINGS.read_text(), re.MULTILINE))
+    assert {finding.rstrip("abcdefgh") for _, finding in listed} <= headings
+    undeclared = [name for name, status in rows if status == "NOT DECLARED"]
+    missing = [name for name in undeclared if not any(pattern.fullmatch(name) for pattern, _ in listed)]
+    assert not missing, f"classes docs/findings.md does not list: {missing}\n{result.stdout[-4000:]}"
+
+
 @pytest.mark.long
 def test_finding_a_long_catch_up_backlog_stops_every_timeout(pg) -> None:
     """docs/findings.md, F-5: a catch-up takes one advisory lock per missed occurrence in

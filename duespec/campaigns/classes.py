@@ -10,11 +10,49 @@ exact paths: whatever else differs is still judged.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from duespec.judge import DECLARED, FOUND, DivergenceClass, FindingKind
+
+
+class RunPrefix:
+    """A digest of a run so far: its config and every step's op, arguments and `now`. The
+    target is deterministic (the reset-leak check holds it to that), so the same prefix
+    makes the same call, as slow as it was."""
+
+    def __init__(self, config: Any) -> None:
+        self.digest = hashlib.sha256(_json_bytes(config))
+        self.taken = 0
+
+    def key(self, steps: list[Any], op: Any, args: Any, now: Any) -> str:
+        """The key of the request (op, args, now) made after `steps` (this run's, of which
+        the first `taken` are in the digest already)."""
+        for step in steps[self.taken:]:
+            self.digest.update(_json_bytes([step["op"], step["args"], step["now"]]))
+        self.taken = len(steps)
+        ending = self.digest.copy()
+        ending.update(_json_bytes([op, args, now]))
+        return ending.hexdigest()
+
+
+def _json_bytes(value: Any) -> bytes:
+    """Any value as bytes, alike for equal JSON (a malformed request's op may be a number,
+    its keys of mixed types)."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text.encode("utf-8", "surrogatepass") + b"\n"
+
+
+def slow_key(config: Any, steps: list[Any]) -> str:
+    """The key of a run's last step, as RunPrefix makes it."""
+    last = steps[-1]
+    return RunPrefix(config).key(steps[:-1], last["op"], last["args"], last["now"])
 
 
 @dataclass
@@ -38,6 +76,11 @@ class Masks:
     runs_ended: Counter[str] = field(default_factory=Counter)
     #: found class -> every set of requirement IDs its difference showed with.
     requirement_sets: dict[DivergenceClass, set[tuple[str, ...]]] = field(default_factory=dict)
+    #: Requests the target already failed to answer within --timeout, under a `target
+    #: too slow` class found, each keyed by its run so far (RunPrefix: config, every
+    #: earlier step, this one's op, arguments and now) -> that class's label. Not sent
+    #: again: a run that makes one ends there, as it would after waiting the timeout out.
+    slow_requests: dict[str, str] = field(default_factory=dict)
 
     def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
         for entry in self.active:

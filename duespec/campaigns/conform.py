@@ -186,6 +186,10 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
                 said = "both runs of the trace pass, so the leak needs more runs before it than the trace's two"
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
+    elif finding.kind == FindingKind.TARGET_TOO_SLOW:
+        lines.append(f"(a call past --timeout {args.timeout:g}s is a finding of its own, one class per op: "
+                     f"not replayed here, since each replay waits the whole timeout; raise --timeout if the "
+                     f"target is meant to take that long)")
     elif trace is not None and finding.kind != FindingKind.HARNESS_ERROR:
         # The replay command is printed only if it fails: a target that answered these steps
         # alike twice in the campaign, and right on a fresh start (one that kept its first

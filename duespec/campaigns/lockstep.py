@@ -11,7 +11,11 @@ shrinks it); a masked one (a class already found, or a declared difference) does
 declared difference masks exactly the places it names: the rest of the answer and the
 state are still compared and the run goes on. A class already found ends the run at its
 state difference (or the state after its masked response), as does a masked target
-failure: nothing after it could be compared. Every run ended early is counted with its
+failure: nothing after it could be compared. A request that already ran past --timeout
+under a found `target too slow` class is not sent again when a run makes it again after
+the same config and steps (Hypothesis replays prefixes often: every run's opening is
+drawn from a few values): the run ends before it, as it would have after waiting the
+timeout out. Every run ended early is counted with its
 reason (Masks.runs_ended), for the verdict line.
 """
 
@@ -25,11 +29,12 @@ from typing import Any, ClassVar
 from hypothesis import reject
 from hypothesis.stateful import invariant
 
-from duespec.campaigns.classes import Masks
+from duespec.campaigns.classes import Masks, RunPrefix, slow_key
 from duespec.systems import Probes
 from duespec.systems.machine import ProtocolMachine
 from duespec.judge import (
     Difference,
+    FOUND,
     Divergence,
     FindingKind,
     Masked,
@@ -94,6 +99,8 @@ class LockstepMachine(ProtocolMachine):
                                observe=self.probes is None)
         #: Steps before this one have had their public reads taken (a response-only check).
         self.read_up_to = 0
+        #: This run so far, digested, once the campaign knows a request too slow to send again.
+        self.prefix: RunPrefix | None = None
         self.steps: list[dict[str, Json]] = self.judge.steps
         type(self).last_steps = self.steps
         self.act_on(self.judge.reset(self.config))
@@ -119,9 +126,20 @@ class LockstepMachine(ProtocolMachine):
             reject()
         if self.request_tags and self.tag_request is not None:
             args = self.tag_request(op, args, self.request_tags)
+        masks = self.masks
+        if masks is not None and masks.slow_requests:
+            if self.prefix is None:
+                self.prefix = RunPrefix(type(self).last_config)
+            slow = masks.slow_requests.get(self.prefix.key(self.steps, op, args, now))
+            if slow is not None:  # this run made it before, and it ran past --timeout: the run ends here
+                masks.runs_ended[slow] += 1
+                reject()
         expected, verdict = self.judge.step(op, args, now)
         type(self).total_steps += 1
         if verdict is not None:
+            if (masks is not None and type(verdict) is Masked and verdict.ends_run
+                    and verdict.labels[0].startswith(FOUND + str(FindingKind.TARGET_TOO_SLOW))):
+                masks.slow_requests[slow_key(type(self).last_config, self.steps)] = verdict.labels[0]
             self.act_on(verdict)
         return expected
 
@@ -140,7 +158,7 @@ class LockstepMachine(ProtocolMachine):
                 reject()
             return
         assert isinstance(verdict, Difference)
-        if verdict.kind == FindingKind.TARGET_RAISED:
+        if verdict.kind in (FindingKind.TARGET_RAISED, FindingKind.TARGET_TOO_SLOW):
             raise TargetRaised(verdict) from cause
         raise Divergence(verdict)
 

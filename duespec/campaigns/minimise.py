@@ -15,7 +15,8 @@ state compared only after a rule of many steps (a fill, a drain), as the campaig
 it, is minimised that way: every response, and the state after the last step. It is bounded: at most
 REPLAY_STEP_BUDGET_FACTOR times the shrunk run's length in replayed steps (at least
 MIN_REPLAY_STEPS), MAX_SECONDS of this process's CPU and WALL_PER_CPU times that of wall
-clock, after which the best so far is kept. CPU, so that a loaded machine finds the same
+clock, after which the best so far is kept; a replay with a call past --timeout ends it
+too (the best so far kept: each more would wait the whole timeout). CPU, so that a loaded machine finds the same
 counterexample as a quiet one; the wall clock bounds a slow target in another process.
 
 Only `response` and `state` classes are minimised: a target that raised (or a program
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duespec.campaigns.classes import Masks
-from duespec.judge import Difference, Divergence, DivergenceClass, Masked, StepJudge
+from duespec.judge import Difference, Divergence, DivergenceClass, FindingKind, Masked, StepJudge
 from duespec.coverage import isolated
 from duespec.targets.interface import Json, TargetFactory, close_quietly
 
@@ -62,9 +63,12 @@ class _Budget:
         self.steps, self.replays, self.used = steps, 0, 0
         self.cpu_deadline = time.process_time() + seconds
         self.deadline = time.monotonic() + seconds * WALL_PER_CPU
+        #: A replay ran past --timeout: the pass ends with what it has (each more such
+        #: replay would wait the whole timeout, and its verdict depends on the load).
+        self.too_slow = False
 
     def left(self) -> bool:
-        return (self.used < self.steps and time.process_time() < self.cpu_deadline
+        return (not self.too_slow and self.used < self.steps and time.process_time() < self.cpu_deadline
                 and time.monotonic() < self.deadline)
 
 
@@ -115,6 +119,8 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
         budget.replays += 1
         budget.used += len(requests)
         got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state, observe)
+        if got is not None and got[1].kind == FindingKind.TARGET_TOO_SLOW:
+            budget.too_slow = True
         if got is None or got[1].divergence_class != wanted:
             return None
         return got

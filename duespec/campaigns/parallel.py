@@ -228,7 +228,11 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
     results: list[CampaignResult] = []
     if jobs <= 1:
         for chunk in mine:
-            progress = progress_printer(progress_every) if progress_every > 0 and len(mine) == 1 else None
+            # a line every progress_every seconds inside each chunk too: a chunk of slow runs
+            # must not go minutes without one
+            progress = (progress_printer(progress_every, label=f"chunk {chunk.index} ({len(results) + 1} of "
+                                                               f"{len(mine)})" if len(mine) > 1 else "")
+                        if progress_every > 0 else None)
             results.append(run_chunk(system, factory, spec, chunk, list(declared), scope, database, progress,
                                      stopper, on_finding))
             if progress_every > 0 and len(mine) > 1:

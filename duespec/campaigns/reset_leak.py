@@ -6,7 +6,9 @@ to a run that passes on its own, or reports flakiness. So every failure a campai
 replayed on the target twice, each time from a reset, and once on the model: two different
 transcripts are a target bug of its own kind, "state survives reset", with the evidence;
 two equal ones that match the model mean the failure does not reproduce (also the
-target's: the model is deterministic).
+target's: the model is deterministic). A pass in which a call runs past --timeout
+proves nothing either way (Probe.inconclusive) and stops the probe there: the failure
+keeps its class, and the slow call is not sent again.
 
 A leak's trace (leak_trace) is the steps, a reset line and the same steps again, each with
 the model's answer: `duespec replay` starts a fresh program, whose first run agrees with
@@ -20,8 +22,19 @@ import json
 from dataclasses import dataclass
 
 from duespec.campaigns.minimise import replay_failure
-from duespec.judge import Difference
-from duespec.targets.interface import Json, Target, TargetFactory, close_quietly, comparable, same_json
+from duespec.judge import Difference, FindingKind
+from duespec.targets.interface import (
+    Json,
+    Target,
+    TargetFactory,
+    TargetTooSlow,
+    close_quietly,
+    comparable,
+    same_json,
+)
+
+#: How a transcript records a call past --timeout.
+TOO_SLOW = TargetTooSlow.__name__
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,9 @@ class Probe:
     leak_step: int | None = None
     #: What the target answered there in each pass, and the model: kept in the trace header.
     evidence: dict[str, Json] | None = None
+    #: Why the probe could not tell (a call in it ran past --timeout): no leak is claimed,
+    #: and the failure keeps its class.
+    inconclusive: str | None = None
 
 
 def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json],
@@ -43,14 +59,25 @@ def probe(oracle: TargetFactory, factory: TargetFactory, config: dict[str, Json]
     observe(): its answers alone make the transcripts)."""
     target = factory()
     first = transcript(target, config, steps, observe)
+    if first and first[-1].get("raised") == TOO_SLOW:
+        # A call near or past --timeout answers or not as the machine's load has it: two
+        # passes that differ there show no leak, and each more pass costs the whole timeout.
+        close_quietly(target)
+        return Probe(None, None, inconclusive=f"replayed from a reset, step {len(first) - 1} ran past --timeout")
     if first and "raised" in first[-1]:  # a program that failed is restarted by its factory
         close_quietly(target)
         target = factory()
     second = transcript(target, config, steps, observe)
+    if second and second[-1].get("raised") == TOO_SLOW:
+        close_quietly(target)
+        return Probe(None, None, inconclusive=f"replayed from a reset, step {len(second) - 1} ran past --timeout")
     # The third pass on the same target, beside the model: replay_failure closes both.
     judged = replay_failure(oracle, lambda: target, config,
                             [(step["op"], step["args"], step["now"]) for step in steps], None, True, observe)
     reproduced = judged[1] if judged is not None else None
+    if reproduced is not None and reproduced.kind == FindingKind.TARGET_TOO_SLOW:
+        return Probe(None, None, inconclusive=f"replayed beside the model, {reproduced.step and reproduced.step['op']} "
+                                              f"ran past --timeout")
     for index, (one, two) in enumerate(zip(first, second)):
         if not same_json(one, two):
             step = steps[index]

@@ -6,6 +6,12 @@ recorded and masked, and the search runs again, until a search finds nothing new
 `max_classes` classes are found. Every failure is first replayed twice from a reset and
 once on the model (duespec.campaigns.reset_leak): a target whose answers depend on earlier
 runs is reported as "state survives reset", and the search stops there.
+
+A call past --timeout is a finding ("target too slow: OP took > Ns (--timeout)"), one
+class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_SECONDS (every
+other class's by SHRINK_SECONDS; then the shortest failing run of the class seen is
+kept), it is not
+replayed by the reset-leak probe, and the search goes on to other classes.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
-from duespec.campaigns.classes import Masks
+from duespec.campaigns.classes import Masks, slow_key
 from duespec.campaigns.lockstep import CampaignStopped, lockstep
 from duespec.campaigns.minimise import minimise
 from duespec.campaigns.reset_leak import leak_trace, probe
@@ -41,12 +47,20 @@ from duespec.campaigns.scope import Scope
 from duespec.campaigns.stopping import Stopper
 from duespec.coverage import collecting
 from duespec.systems import System
-from duespec.judge import Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
+from duespec.judge import FOUND, Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
 from duespec.targets.interface import TargetError, TargetFactory
 from duespec.targets.namespaced import namespaced
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
+#: Wall-clock seconds a search may spend shrinking a `target too slow` failure: each
+#: shrink that reaches the slow call waits the whole --timeout.
+SLOW_SHRINK_SECONDS = 30.0
+#: ... and any other failure: Hypothesis replays the run hundreds of times, and a server
+#: that takes milliseconds a call would spend many minutes on one class. Generous, so that
+#: the shrinking of an in-process or stdio target (seconds, or tens under load) never
+#: meets it and its counterexample does not depend on the machine's load.
+SHRINK_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -201,10 +215,22 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        scope.excluded_ops if scope else frozenset(), depth,
                        probes=None if observe else system.probes,
                        request_tags=request_tags, tag_request=system.tag_request,
-                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0),
+                       stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0) or slow_budget_spent(),
                        fixed_config=not reset)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "first_failure_run": None,
-                               "smallest": None}
+                               "smallest": None, "shrink_since": None, "smallest_of_class": None, "shrink_cut": False,
+                               "first_class": None}
+
+    def slow_budget_spent() -> bool:
+        """A search shrinking a failure stops after SHRINK_SECONDS: the run in progress
+        ends, once (Hypothesis may then replay its best run as it stands)."""
+        since = counted["shrink_since"]
+        slow = counted["first_class"] is not None and counted["first_class"].kind == FindingKind.TARGET_TOO_SLOW
+        if since is None or time.perf_counter() - since < (SLOW_SHRINK_SECONDS if slow else SHRINK_SECONDS):
+            return False
+        counted["shrink_since"], counted["shrink_cut"] = None, True
+        return True
+
     started = time.perf_counter()
     base_init, base_teardown = machine.__init__, machine.teardown
 
@@ -228,6 +254,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             smallest = counted["smallest"]
             if smallest is None or len(self.steps) < len(smallest[1]):
                 counted["smallest"] = (in_flight, list(self.steps), dict(machine.last_config))
+            found = getattr(in_flight, "divergence_class", None)
+            if counted["failed_runs"] == 1 and not counted["shrink_cut"]:  # its shrinking is bounded from now
+                counted["shrink_since"], counted["first_class"] = time.perf_counter(), found
+            if found is not None and found == counted["first_class"]:
+                best = counted["smallest_of_class"]
+                if best is None or len(self.steps) < len(best[1]):
+                    counted["smallest_of_class"] = (in_flight, list(self.steps), dict(machine.last_config))
         base_teardown(self)
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
@@ -248,6 +281,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             searches += 1
             counted["failed_runs"], counted["smallest"] = 0, None
+            counted["shrink_since"], counted["smallest_of_class"], counted["shrink_cut"] = None, None, False
+            counted["first_class"] = None
             hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
@@ -259,10 +294,16 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = "every run of the last search ended at a masked difference"
                 break
             except CampaignStopped:
-                if counted["smallest"] is None:
+                if not stopper.requested and counted["shrink_cut"] and counted["smallest_of_class"] is not None:
+                    # its shrinking budget spent: the shortest run of the class found is the class's
+                    error, steps, run_config = counted["smallest_of_class"]
+                    finding = finding_of(error, steps, oracle, target, run_config, observe)
+                    _note_shrink_cut(finding)
+                elif counted["smallest"] is None:
                     break  # cut short with nothing failing in this search
-                error, steps, run_config = counted["smallest"]
-                finding = finding_of(error, steps, oracle, target, run_config, observe)
+                else:
+                    error, steps, run_config = counted["smallest"]
+                    finding = finding_of(error, steps, oracle, target, run_config, observe)
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
                 steps = list(machine.last_steps)
@@ -272,7 +313,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     if counted["smallest"] is None:
                         break  # cut short with nothing failing in this search
                     error, steps, run_config = counted["smallest"]
+                elif counted["shrink_cut"] and counted["smallest_of_class"] is not None and not isinstance(
+                        error, (Divergence, TargetRaised)):
+                    error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
+                if counted["shrink_cut"]:
+                    _note_shrink_cut(finding)
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
                     _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
             findings.append(finding)
@@ -283,6 +329,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = f"the class {found.label()} was found again although masked"
                 break
             finding.declared = masks.add(found)
+            if found.kind == FindingKind.TARGET_TOO_SLOW and finding.counterexample:
+                masks.slow_requests[slow_key(finding.config, finding.counterexample)] = FOUND + found.label()
             if on_finding is not None:
                 on_finding(len(findings), finding)
             if len(findings) >= max_classes:
@@ -323,6 +371,13 @@ def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, ma
     finding.failure = (f"{finding.summary}\n(Hypothesis shrank the failing run to {before} steps; "
                        f"removing steps and replaying left these {len(shorter.steps)}, with the same "
                        f"divergence class)")
+
+
+def _note_shrink_cut(finding: Finding) -> None:
+    seconds = SLOW_SHRINK_SECONDS if finding.kind == FindingKind.TARGET_TOO_SLOW else SHRINK_SECONDS
+    note = f"\n(shrinking stopped after {seconds:g}s, its budget: the shortest failing run of the class seen)"
+    finding.summary += note
+    finding.failure += note
 
 
 def _quiet(text: object) -> None:
@@ -369,7 +424,16 @@ def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFact
         found = None
     else:
         return Finding(FindingKind.HARNESS_ERROR, None, summary, failure, steps, config=config)
+    if found is not None and found.kind == FindingKind.TARGET_TOO_SLOW:
+        # Not probed: each replay would wait the whole --timeout again, and whether a call
+        # near the bound finishes proves nothing about a leak.
+        return Finding(found.kind, found, summary, failure, steps, config=config)
     checked = probe(oracle, target, config, steps, observe) if steps else None
+    if checked is not None and checked.inconclusive is not None:
+        failure += f"\n(the reset-leak check was inconclusive: {checked.inconclusive})"
+        return Finding(found.kind, found, summary, failure, steps, config=config) if found is not None else Finding(
+            FindingKind.NOT_REPRODUCIBLE, DivergenceClass(FindingKind.NOT_REPRODUCIBLE, steps[-1]["op"], (), "$"),
+            summary, failure, steps, config=config)
     if checked is not None and checked.leak is not None:
         at = steps[checked.leak_step or 0]
         leak = DivergenceClass(FindingKind.STATE_SURVIVES_RESET, at["op"], (), "$")
@@ -405,9 +469,10 @@ def add_budget_arguments(parser: argparse.ArgumentParser, examples: int) -> None
                         help="steps per run (default 50)")
 
 
-def progress_printer(every_seconds: float, stream: TextIO | None = None) -> ProgressCallback:
+def progress_printer(every_seconds: float, stream: TextIO | None = None, label: str = "") -> ProgressCallback:
     """A progress callback that prints one line at most every `every_seconds`, and once
-    when shrinking starts, to stderr: long campaigns show they are alive."""
+    when shrinking starts, to stderr: long campaigns show they are alive. `label` names
+    the part of the campaign (a chunk) the figures are of."""
     last = {"printed": 0.0, "shrinking": False}
 
     def report(now: CampaignProgress) -> None:
@@ -417,7 +482,7 @@ def progress_printer(every_seconds: float, stream: TextIO | None = None) -> Prog
         last["printed"], last["shrinking"] = now.seconds, now.shrinking
         rate = now.steps / now.seconds if now.seconds else 0.0
         phase = "failing run found, shrinking it" if now.shrinking else "running"
-        print(f"  ... {phase}: {now.examples} runs, {now.steps} steps, {now.seconds:.0f}s "
+        print(f"  ... {label + ': ' if label else ''}{phase}: {now.examples} runs, {now.steps} steps, {now.seconds:.0f}s "
               f"({rate:,.0f} steps/s)", file=stream or sys.stderr, flush=True)
 
     return report

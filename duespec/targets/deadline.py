@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 
-from duespec.targets.interface import TargetError
+from duespec.targets.interface import TargetTooSlow
 
 
 class _Overdue(BaseException):
@@ -22,7 +22,7 @@ def _raise_overdue(signum: int, frame: object) -> None:
 
 
 class deadline:
-    """`with deadline(seconds, what):` raises TargetError if the block runs past `seconds`,
+    """`with deadline(seconds, what):` raises TargetTooSlow (a TargetError) if the block runs past `seconds`,
     and keeps an outer deadline (SIGALRM timer) running. A class rather than a generator:
     it brackets every call into a target and the model, so it must cost microseconds.
 
@@ -69,7 +69,8 @@ class deadline:
         if kind is _Overdue:
             if outer_fired and callable(self.previous):
                 self.previous(signal.SIGALRM, None)  # it was the outer deadline's turn: its handler
-            raise TargetError(f"{self.what} did not return within {self.seconds:g}s (--timeout)") from None
+            raise TargetTooSlow(f"{self.what} did not return within {self.seconds:g}s (--timeout)",
+                                seconds=self.seconds) from None
 
 
 #: Seconds between repeats of a deadline's alarm once it is due (see `deadline`).

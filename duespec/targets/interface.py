@@ -128,6 +128,15 @@ class TargetError(Exception):
         return self.not_offered or self.exc_type == "NotImplementedError"
 
 
+class TargetTooSlow(TargetError):
+    """A call did not return within --timeout: a finding of its own kind ("target too
+    slow"), one class per op, never a hang. `seconds` is the bound it passed."""
+
+    def __init__(self, message: str, *, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
+
+
 def same_json(a: Json, b: Json) -> bool:
     """JSON equality that tells 1 from 1.0 and from true, unlike Python's ==.
 

@@ -22,7 +22,7 @@ from collections import deque
 from typing import IO, NoReturn
 
 from duespec.limits import MAX_LINE_BYTES, InputError, parse_json
-from duespec.targets.interface import Json, TargetError
+from duespec.targets.interface import Json, TargetError, TargetTooSlow
 
 PROTOCOL_VERSION = 1
 #: Seconds a target may take to answer one request.
@@ -140,7 +140,8 @@ class StdioProcess:
             if remaining <= 0:
                 self._fail(f"did not answer within {timeout:g}s (request: {excerpt(request.rstrip())}); "
                            "if it did answer, it may not have flushed its stdout: flush after "
-                           "every reply (docs/protocol.md, section 2)", bytes(self._buffer) or None)
+                           "every reply (docs/protocol.md, section 2)", bytes(self._buffer) or None,
+                           overdue=timeout)
             if not self._selector.select(remaining):
                 continue
             chunk = os.read(self._stdout_fd, _READ_SIZE)
@@ -169,8 +170,9 @@ class StdioProcess:
             return ""
         return f" and exited with code {code}"
 
-    def _fail(self, problem: str, line: bytes | str | None = None) -> NoReturn:
-        """Discard the process (its conversation is out of step) and raise."""
+    def _fail(self, problem: str, line: bytes | str | None = None, *, overdue: float | None = None) -> NoReturn:
+        """Discard the process (its conversation is out of step) and raise; TargetTooSlow
+        when it is `overdue` (the seconds it was given)."""
         self.close(grace=0.0)
         text = f"target `{self.name}` {problem}"
         if line is not None:
@@ -179,6 +181,8 @@ class StdioProcess:
         if self._stderr_tail:
             text += "\n  last lines of its stderr:\n" + "\n".join(
                 "    " + excerpt(entry, 200)[1:-1] for entry in self._stderr_tail)
+        if overdue is not None:
+            raise TargetTooSlow(text, seconds=overdue)
         raise TargetError(text)
 
     def close(self, grace: float = 2.0) -> None:

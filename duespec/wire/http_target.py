@@ -15,7 +15,7 @@ import json
 from urllib.parse import urlsplit
 
 from duespec.limits import MAX_LINE_BYTES
-from duespec.targets.interface import Json, TargetError
+from duespec.targets.interface import Json, TargetError, TargetTooSlow
 from duespec.targets.deadline import deadline
 from duespec.wire.envelope import (
     PROTOCOL_VERSION, ProtocolViolation, check_envelope, op_envelope, op_response,
@@ -94,6 +94,10 @@ class HttpTarget:
                 self.connection.close()
                 if attempt == 2:
                     raise TargetError(f"{self.url} dropped the connection: {error}") from None
+            except TimeoutError:  # the socket's own timeout, the same bound as the deadline's
+                self.connection.close()
+                raise TargetTooSlow(f"{self.url} did not answer within {self.timeout:g}s (--timeout)",
+                                    seconds=self.timeout) from None
             except (OSError, http.client.HTTPException) as error:
                 self.connection.close()
                 raise TargetError(f"cannot reach {self.url}: {type(error).__name__}: {error}") from None
