@@ -160,6 +160,9 @@ ODD_NOWS = (None, -1, MAX_TIME + 1, 1.5, True, "now as float", "now as string", 
 VALUE_SPACE: dict[str, str] = {
     "config": f"profile: the campaign's; retry_timeout: {[t for t in RETRY_TIMEOUTS if t is not None]} "
               "or left out",
+    "malformed now": "every op, in every run's opening, a well-formed request at a now of -1, "
+                     "MAX_TIME + 1, a fraction, the clock as a float or a string, null or true "
+                     "(one form per op, turning from run to run): MATRIX_CELLS (SR-06)",
     "now": "starts at a minute, month, year or century edge (1970's first minute, 2000, 2025, 2028, "
            "2099-2100), "
            "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days, to 1 ms "
