@@ -220,6 +220,11 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
         reasons = {**reasons, **{id: why for id in never if id not in reasons}}
         excused = {**excused, **dict.fromkeys(missing, why)}
         missing = []
+    if system.matrix is not None:
+        # The matrix's cells are required tags, named by the matrix's own section instead.
+        cells = {system.matrix.tag(*cell) for cell in system.matrix.cells}
+        missing = [tag for tag in missing if tag not in cells]
+        excused = {tag: why for tag, why in excused.items() if tag not in cells}
     return CoverageReport(
         system=system.name, profile=profile, catalogue=system.catalogue, reached=grouped,
         never_reached=never, missing_required=missing,
