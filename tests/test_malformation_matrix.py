@@ -249,12 +249,16 @@ def test_a_search_that_ignores_an_invalid_now_is_caught(
     assert "response schedule.search " in found and "S-04" in found, found
 
 
-def test_every_op_gets_every_malformed_now_at_seed_0() -> None:
+def test_every_op_gets_malformed_nows_in_a_short_campaign() -> None:
     """Every opening sends each op an invalid `now` (the form turning with the opening), so
-    a short campaign reaches every cell too; the report lists what is not sent yet."""
-    result = run_campaign(SCHEDULES, SCHEDULES.model, examples=60)
+    a short campaign reaches every op; the whole grid at the default budget is a required
+    part of tests/test_schedules_machine.py. The report lists what is not sent yet."""
+    result = run_campaign(SCHEDULES, SCHEDULES.model, examples=30)
     assert result.ok, result.failure
     report = coverage_report(SCHEDULES, result.profile, result.coverage)
-    assert report.matrix is not None and report.matrix.unreached == {}
-    assert {op for op, _, _ in report.matrix.hits} == set(SCHEDULES.operations)
+    assert report.matrix is not None
+    reached_ops = {op for (op, _, _), count in report.matrix.hits.items() if count}
+    assert reached_ops == set(SCHEDULES.operations)
+    assert all("no run sent it" in why for why in report.matrix.unreached.values())
     assert "not sent: ids empty" in report.render()
+

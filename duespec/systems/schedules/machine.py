@@ -165,9 +165,11 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
         `resonate:debug_time`), each op with another of the forms docs/protocol.md section 5
         names, the forms turning with `pick`: over a campaign's openings every op gets every
         form (a default campaign: each cell over a dozen times; half the ops per opening
-        left some cells to one run at some seeds). Part of the opening with no draw of its own, as the edges above: the 400s
-        change nothing, so every later draw and step of the run is as it was without them.
-        It names no op in its source (duespec.campaigns.scope reads that): an op the
+        left some cells to one run at some seeds). Part of the opening with no draw of its
+        own, as the edges above: the 400s change nothing, so every later draw and step of
+        the run is as it was without them (a draw of its own moved every later draw, and a
+        default campaign then let a mutant through); the minimiser drops them from a
+        counterexample that does not need them. It names no op in its source (duespec.campaigns.scope reads that): an op the
         campaign leaves out is not sent."""
         forms = tuple(NOW_FORMS)
         saved = self.now
