@@ -47,6 +47,9 @@ def test_implementation_conforms_at_the_default_budget() -> None:
     report = report_for(SYSTEM, result)
     assert report.unexplained == [], f"never reached without a reason: {report.unexplained}"
     assert set(report.never_reached) == set(SYSTEM.unreached_reasons)
+    # Every malformation of every op (DR-09), many times each.
+    assert report.matrix is not None and report.matrix.unreached == {}
+    assert min(report.matrix.hits.values()) >= 5
 
 
 def test_model_agrees_with_itself() -> None:

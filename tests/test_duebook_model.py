@@ -453,6 +453,17 @@ def test_a_request_the_api_cannot_express_is_invalid_and_changes_nothing(op: Any
     assert frozen(b) == before
 
 
+@pytest.mark.parametrize("now", [-1, 2**63, 1.5, 5.0, "5", None, True, [5]])
+def test_get_and_cancel_do_not_read_now_and_answer_as_usual_at_an_invalid_one(now: Any) -> None:
+    b = book(2)
+    scheduled(b, delay=0, now=0)
+    deferral = m.step(b, "get", {"id": 1}, 0)["ok"]
+    assert m.step(b, "get", {"id": 1}, now) == {"ok": deferral}
+    assert m.step(b, "claim", {"id": 1}, now) == {"error": m.INVALID}
+    assert m.step(b, "cancel", {"id": 1, "caller": deferral["owner"]}, now) == {"ok": deferral}
+    assert m.step(b, "get", {"id": 1}, now) == {"error": m.NOT_FOUND}
+
+
 def test_a_well_formed_request_reaches_its_operation() -> None:
     b = book(2)
     assert m.step(b, "schedule", {"owner": "a", "delay": 0, "ttl": 0}, 7) == {
@@ -488,6 +499,7 @@ def test_every_listed_tag_is_reachable_and_every_branch_is_listed() -> None:
         test_ids_must_be_int64s(True)
         for op, args in (("x", {}), ("get", None), ("get", {})):
             test_a_request_the_api_cannot_express_is_invalid_and_changes_nothing(op, args, "")
+        test_get_and_cancel_do_not_read_now_and_answer_as_usual_at_an_invalid_one(-1)
     assert set(reached) == m.OPERATION_TAGS | m.WRAPPER_TAGS
     model_dir = pathlib.Path(m.__file__).parent
     in_source = {tag for path in model_dir.glob("*.py")

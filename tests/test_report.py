@@ -34,7 +34,7 @@ def test_a_catalogue_that_defines_nothing_falls_back_to_every_mention() -> None:
 
 def test_the_duebook_catalogue_defines_d01_to_d27_and_its_regimes() -> None:
     assert catalogue_ids(catalogue_text("duebook.md")) == (
-        [f"D-{n:02}" for n in range(1, 28)] + [f"DR-{n:02}" for n in range(1, 9)])
+        [f"D-{n:02}" for n in range(1, 28)] + [f"DR-{n:02}" for n in range(1, 10)])
 
 
 def duebook_report(coverage: Counter[str]):
@@ -47,10 +47,10 @@ def test_tags_are_grouped_by_requirement_with_counts() -> None:
     assert list(report.reached) == ["D-03", "D-05", "D-09"]  # catalogue order
     assert report.reached["D-05"] == {"D-05.claim_not_found": 2, "D-05.get_not_found": 1}
     assert "D-01" in report.never_reached and "D-09" not in report.never_reached
-    assert len(report.never_reached) == 35 - 3
+    assert len(report.never_reached) == 36 - 3
     assert "D-08.claimed" in report.missing_required
     text = report.render()
-    assert "3 of 35 requirements of duebook.md reached" in text
+    assert "3 of 36 requirements of duebook.md reached" in text
     assert "D-05" in text and "claim_not_found 2, get_not_found 1" in text
 
 
@@ -71,7 +71,7 @@ def test_the_json_report_round_trips(tmp_path: Path) -> None:
     report = duebook_report(Counter({"D-09.not_due": 4}))
     [loaded] = json.loads(write_json([report], tmp_path / "c.json").read_text())
     assert loaded["reached"] == {"D-09": {"D-09.not_due": 4}}
-    assert loaded["catalogue_ids"] == 35 and loaded["never_reached"][0] == "D-01"
+    assert loaded["catalogue_ids"] == 36 and loaded["never_reached"][0] == "D-01"
 
 
 HELD = CampaignResult(system="duebook", profile="seed", seed=3, examples=10, steps=100,

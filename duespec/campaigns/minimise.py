@@ -4,7 +4,8 @@ Hypothesis shrinks the *draws* of a run. A step that a rule takes many times in 
 (a deep opening's fill of a thousand schedules, a drain) goes or stays with that draw, so
 a failure first seen deep inside such a rule can keep hundreds of steps that have nothing
 to do with it, or a dozen that a draw cannot express away. This pass works on the
-recorded trace instead: it removes every request of one op at a time, then chunks of
+recorded trace instead: it removes every request the oracle gave one same answer (an
+opening's refused requests, whatever their ops), then every request of one op at a time, then chunks of
 steps (delta debugging, complements only, then one step at a time), replays each candidate from a reset on a fresh oracle and a
 fresh target, and keeps a candidate only when its first difference is **the same
 divergence class** (duespec.campaigns.classes) as the shrunk run's. It never turns a
@@ -25,14 +26,16 @@ that hung) is slow and unreliable to replay, and its class is where it raised.
 
 from __future__ import annotations
 
+import json
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from duespec.campaigns.classes import Masks
 from duespec.judge import Difference, Divergence, DivergenceClass, FindingKind, Masked, StepJudge
 from duespec.coverage import isolated
-from duespec.targets.interface import Json, TargetFactory, close_quietly
+from duespec.targets.interface import Json, TargetFactory, close_quietly, comparable
 
 #: Replayed steps allowed, as a multiple of the shrunk run's length.
 REPLAY_STEP_BUDGET_FACTOR = 40
@@ -136,7 +139,19 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
     def candidate_fails(requests: list[tuple[str, Json, Json]]) -> list[tuple[str, Json, Json]] | None:
         got = fails(requests, every_state)
         return None if got is None else requests[:len(got[0])]
-    # First every request of one op at a time (the failing last step kept): a rule of many
+    # First every request the oracle gave one same answer, for each answer given more than
+    # once (most often first): an opening's refused requests (a 400 or `invalid` each,
+    # whatever their op) go in one replay.
+    answers = [json.dumps(comparable(step["result"]), sort_keys=True) for step in steps[:-1]]
+    for answer, count in Counter(answers).most_common():
+        if count < 2 or not budget.left():
+            break
+        candidate = [request for request, given in zip(current[:-1], answers) if given != answer] + current[-1:]
+        shorter = candidate_fails(candidate)
+        if shorter is not None:
+            current = shorter
+            break  # `answers` are the shrunk run's: the passes below go on from here
+    # Then every request of one op at a time (the failing last step kept): a rule of many
     # steps interleaves requests the failure does not need (listings between a tour's
     # schedules) with ones it does, and no chunk of neighbouring steps takes them out
     # without the schedules around them.

@@ -53,6 +53,55 @@ def catalogue_ids(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class MatrixCoverage:
+    """How much of a system's malformation matrix (System.matrix) a campaign sent."""
+
+    requirement: str
+    #: (op, field, form) -> times sent, for every cell.
+    hits: dict[tuple[str, str, str], int]
+    #: Cells not sent -> why (an op left out, or too few runs).
+    unreached: dict[tuple[str, str, str], str]
+    #: Malformations the contract defines that the machine does not send -> why.
+    unsent: dict[str, str]
+
+    @property
+    def reached(self) -> int:
+        return sum(1 for count in self.hits.values() if count)
+
+    def to_json(self) -> dict[str, Any]:
+        reached = [count for count in self.hits.values() if count]
+        return {"requirement": self.requirement, "cells": len(self.hits), "reached": self.reached,
+                "fewest_sends": min(reached, default=0),
+                "unreached": {"/".join(cell): why for cell, why in self.unreached.items()},
+                "unsent": self.unsent}
+
+    def render(self) -> list[str]:
+        reached = sorted(count for count in self.hits.values() if count)
+        lines = [f"  malformation matrix ({self.requirement}): {self.reached} of {len(self.hits)} "
+                 f"(op, field, form) cells reached"
+                 + (f", each {reached[0]:,} to {reached[-1]:,} times" if reached else "")]
+        for why, cells in _grouped_by_reason({"/".join(cell): why for cell, why in self.unreached.items()},
+                                             keep_order=True).items():
+            shown = ", ".join(cells[:12]) + (f", ... ({len(cells)} cells)" if len(cells) > 12 else "")
+            lines.append(f"    not reached: {shown}: {why}")
+        for what, why in self.unsent.items():
+            lines.append(f"    not sent: {what}: {why}")
+        return lines
+
+
+def matrix_coverage(system: System, coverage: Counter[str], left_out: Iterable[str]) -> MatrixCoverage | None:
+    matrix = system.matrix
+    if matrix is None:
+        return None
+    left_out = set(left_out)
+    hits = {cell: coverage[matrix.tag(*cell)] for cell in matrix.cells}
+    unreached = {cell: ("its op is left out of this campaign (--ops/--skip-ops)" if cell[0] in left_out
+                        else "no run sent it: more --examples, or a gap in the machine")
+                 for cell, count in hits.items() if not count}
+    return MatrixCoverage(matrix.requirement, hits, unreached, dict(matrix.unsent))
+
+
+@dataclass(frozen=True)
 class CoverageReport:
     system: str
     profile: str
@@ -75,6 +124,8 @@ class CoverageReport:
     #: IDs or tags declared out of this profile's reach (or out of every profile's) that a
     #: step reached: their reason is wrong.
     reached_out_of_reach: list[str] = field(default_factory=list)
+    #: The system's malformation matrix as this campaign covered it (None: it has none).
+    matrix: MatrixCoverage | None = None
 
     @property
     def unexplained(self) -> list[str]:
@@ -92,6 +143,7 @@ class CoverageReport:
             "never_reached_without_reason": self.unexplained,
             "tags_out_of_reach": self.excused_tags,
             "reached_though_out_of_reach": self.reached_out_of_reach,
+            "malformation_matrix": self.matrix.to_json() if self.matrix is not None else None,
         }
 
     def render(self) -> str:
@@ -100,7 +152,11 @@ class CoverageReport:
                  f"requirements of {self.catalogue} reached" if self.catalogue_problem is None else
                  f"spec coverage: {self.system} [{self.profile}], {len(self.reached)} requirements "
                  f"reached; catalogue unreadable ({self.catalogue_problem})"]
+        matrix = self.matrix
         for requirement, tags in self.reached.items():
+            if matrix is not None and requirement == matrix.requirement:
+                lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  the malformation matrix, below")
+                continue
             branches = ", ".join(f"{tag.split('.', 1)[1] if '.' in tag else tag} {count:,}"
                                  for tag, count in tags.items())
             lines.append(f"  {requirement:6} {sum(tags.values()):>9,}  {branches}")
@@ -109,6 +165,8 @@ class CoverageReport:
             lines.append(f"  never reached: {', '.join(ids)}, by design: {reason}")
         for reason, tags in _grouped_by_reason(self.excused_tags).items():
             lines.append(f"  branches out of [{self.profile}]'s reach: {', '.join(tags)}: {reason}")
+        if matrix is not None:
+            lines.extend(matrix.render())
         if self.unexplained:
             lines.append("  never reached, WITHOUT A REASON: " + ", ".join(self.unexplained)
                          + " (the machine should reach them, or the system say why it cannot)")
@@ -169,6 +227,11 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
         reasons = {**reasons, **{id: why for id in never if id not in reasons}}
         excused = {**excused, **dict.fromkeys(missing, why)}
         missing = []
+    if system.matrix is not None:
+        # The matrix's cells are required tags, named by the matrix's own section instead.
+        cells = {system.matrix.tag(*cell) for cell in system.matrix.cells}
+        missing = [tag for tag in missing if tag not in cells]
+        excused = {tag: why for tag, why in excused.items() if tag not in cells}
     return CoverageReport(
         system=system.name, profile=profile, catalogue=system.catalogue, reached=grouped,
         never_reached=never, missing_required=missing,
@@ -177,6 +240,7 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
         excused_tags={tag: why for tag, why in excused.items() if not coverage[tag]},
         reached_out_of_reach=sorted(key for key in declared
                                     if (coverage[key] if "." in key else key in grouped)),
+        matrix=matrix_coverage(system, coverage, left_out),
     )
 
 

@@ -49,6 +49,25 @@ class LongRun:
 
 
 @dataclass(frozen=True)
+class MalformationMatrix:
+    """Every malformation a system's contract defines, as the grid of (op, field, form)
+    cells its campaign must send: each op's arguments, its `now` and its `args` in each
+    malformed form the contract names (docs/protocol.md section 5). The machine marks a
+    cell reached with `tag(cell)`; the coverage report counts the grid and names each cell
+    a campaign did not reach, with why (docs/campaigns.md, coverage)."""
+
+    #: The requirement of the catalogue the cells' tags belong to (DR-09).
+    requirement: str
+    #: (op, field, form), every cell.
+    cells: tuple[tuple[str, str, str], ...]
+    #: Malformations the contract defines that no campaign of this machine sends -> why.
+    unsent: dict[str, str] = field(default_factory=dict)
+
+    def tag(self, op: str, field: str, form: str) -> str:
+        return f"{self.requirement}.{op}/{field}/{form}"
+
+
+@dataclass(frozen=True)
 class System:
     name: str
     #: Named readings of the spec; the first is the default.
@@ -119,6 +138,9 @@ class System:
     #: objects are retired; its `blind_spots` say what such a campaign cannot see. None:
     #: every target must offer reset.
     namespace: Namespacing | None = None
+    #: The malformations the campaign sends to every op (the coverage report's grid); None
+    #: when the system defines none.
+    matrix: MalformationMatrix | None = None
 
     @property
     def nameable_ops(self) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from duespec.model.duebook.get import get
 from duespec.model.duebook.queries import claimable, expirable
 from duespec.model.duebook.schedule import schedule
 from duespec.model.duebook.state import deferral_json
+from duespec.model.duebook.validate import is_time
 
 Json = Any
 
@@ -32,6 +33,9 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
     "expirable": ("limit",),
 }
 
+
+#: Ops that take no time: an invalid `now` sent with one is not read (D-27).
+NOT_READING_NOW = frozenset({"cancel", "get"})
 
 _KEYS = {op: frozenset(names) for op, names in ARGUMENTS.items()}
 
@@ -54,6 +58,8 @@ def step(book: Book, op: Json, args: Json, now: Json) -> dict[str, Json]:
         missing = ", ".join(k for k in wanted if k not in args) or "none"
         unexpected = ", ".join(sorted(str(k) for k in args if k not in wanted)) or "none"
         return malformed(f"{op} takes {', '.join(wanted)}; missing: {missing}; unexpected: {unexpected}")
+    if op in NOT_READING_NOW and not is_time(now):
+        reached("D-27.now_not_read")  # and answered as usual: the op takes no time
     value, code = _run(book, op, args, now)
     if code is not None:
         return {"error": code}

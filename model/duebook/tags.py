@@ -5,7 +5,7 @@ from __future__ import annotations
 
 #: Branches of the operations in docs/operations.md, reachable through the JSON contract.
 OPERATION_TAGS = frozenset({
-    "D-27.unknown_op", "D-27.args_not_object", "D-27.wrong_keys",
+    "D-27.unknown_op", "D-27.args_not_object", "D-27.wrong_keys", "D-27.now_not_read",
     "D-01.created", "D-01.invalid",
     "D-15.schedule_invalid_owner", "D-19.schedule_invalid", "D-20.due_overflow",
     "D-20.expiry_overflow", "D-07.full", "D-11.never_expires", "D-03.scheduled",

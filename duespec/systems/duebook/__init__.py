@@ -20,7 +20,7 @@ from duespec.systems.duebook.concurrency import CONCURRENCY
 from duespec.systems.duebook.long_run import LONG_RUN
 from duespec.systems.duebook.machine import DuebookMachine
 from duespec.systems.duebook.reads import BLIND_SPOTS, reads
-from duespec.systems.duebook.ops import OPERATIONS, VALUE_SPACE
+from duespec.systems.duebook.ops import MATRIX, OPERATIONS, VALUE_SPACE
 from duespec.systems.duebook.requirements import REQUIRED_TAGS, UNREACHED_REASONS
 
 __all__ = ["CONCURRENCY", "SYSTEM", "VALUE_SPACE", "DuebookMachine", "ImplTarget", "ModelTarget"]
@@ -47,4 +47,5 @@ SYSTEM = System(
     blind_spots=BLIND_SPOTS,
     # the unknown op of the malformed requests every run's opening may send (D-27)
     unknown_ops=("reschedule",),
+    matrix=MATRIX,
 )

@@ -40,6 +40,8 @@ from duespec.systems.duebook.ops import (
     LIMITS,
     LISTING_OPS,
     MALFORMED_REQUESTS,
+    MATRIX,
+    MATRIX_GROUPS,
     MANY_IDS,
     MANY_OPEN,
     MISREADS,
@@ -57,10 +59,16 @@ from duespec.systems.duebook.ops import (
     TOUR_EXTRA,
     TTLS,
     UpcomingId,
+    malformed,
+    matrix_fields,
     most_claimable_instant,
     mostly,
+    valid_args,
 )
 from duespec.targets.interface import Json
+
+#: act()'s default instant: the machine's clock.
+CLOCK: Any = object()
 
 
 class DuebookMachine(DeepRuns, ProtocolMachine):
@@ -106,13 +114,12 @@ class DuebookMachine(DeepRuns, ProtocolMachine):
         #: The state check_properties last judged (the very object).
         self.checked_state: dict[str, Json] | None = None
 
-    def act(self, op: str, args: dict[str, Json]) -> dict[str, Json]:
-        now: Json = self.now
-        if isinstance(self.misread, Disguised):
-            now = self.misread.of(self.now)
-        elif self.misread is not None:
-            now = self.misread
-        self.misread = None
+    def act(self, op: str, args: dict[str, Json], now: Json = CLOCK) -> dict[str, Json]:
+        """One step at the clock, at the misread instant left for it, or at `now` if given."""
+        if now is CLOCK:
+            misread, self.misread = self.misread, None
+            now = (misread.of(self.now) if isinstance(misread, Disguised)
+                   else self.now if misread is None else misread)
         before = self.state
         response = self.call(op, args, now)
         self.observed(one_step=True)
@@ -357,6 +364,35 @@ class DuebookMachine(DeepRuns, ProtocolMachine):
             else:
                 args: dict[str, Json] = {"owner": OWNER_NAMES[0], "delay": 5, "ttl": 50, name: value}
                 self.schedule(args["owner"], args["delay"], args["ttl"])
+
+    @precondition(few_open)
+    @rule(group=st.sampled_from(tuple(MATRIX_GROUPS)), whose=st.sampled_from(ROLES))
+    def sends_every_malformation_of_one_field(self, group: str, whose: str) -> None:
+        """DR-09: one field (an argument, `now`, `args`, the keys) of every op that has it,
+        in each of its malformed forms in turn, the rest of the request valid and about an
+        open deferral, so only that field's check can refuse it: every op gets every
+        malformation the contract defines (the coverage report's malformation matrix),
+        `now` included where the op never reads it: Cancel and Get must answer as usual
+        (the first cancel by the owner, so it succeeds; the rest by a near miss). It names
+        no op in its source (duespec.campaigns.scope reads that): a row whose op the
+        campaign leaves out is not sent."""
+        for op, field in MATRIX_GROUPS[group]:
+            if op not in self.excluded_ops:
+                self.send_each_malformed_form(op, field, whose)
+
+    def send_each_malformed_form(self, op: str, field: str, whose: str) -> None:
+        for index, form in enumerate(matrix_fields(op)[field]):
+            deferral = self.in_role(whose)
+            id, owner = (self.next_id, OWNER_NAMES[0]) if deferral is None else (deferral["id"], deferral["owner"])
+            caller = owner if index == 0 else NEAR_MISSES["extended"](owner)
+            args, now = malformed(op, field, form, valid_args(op, id, caller), self.now)
+            reached(MATRIX.tag(op, field, form))
+            response = self.act(op, args, now)
+            if type(args) is not dict:
+                self.transition = None  # the step properties read args as an object
+            if "ok" in response and type(response["ok"]) is dict and all(
+                    d["id"] != response["ok"]["id"] for d in self.state["open"]):
+                self.consumed.append(response["ok"]["id"])
 
     @rule(which=st.sampled_from(("delay", "ttl")), offset=st.sampled_from((0, 1, -1)))
     def schedules_at_the_int64_edge(self, which: str, offset: int) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from duespec.model import duebook as model
+from duespec.systems import MalformationMatrix
 from duespec.targets.interface import Json
 
 INT64_MAX = 2**63 - 1
@@ -245,6 +246,8 @@ VALUE_SPACE: dict[str, str] = {
              f"{TOUR_BATCH}, the book listed again)",
     "old deferrals": f"one deferral kept open while {OUTLIVED} later ids are scheduled and cancelled, "
                      "the book listed over it, then claimed or expired in its window",
+    "malformation matrix": "every malformed field of every op (docs/protocol.md section 5), each "
+                           "form in turn, the rest of the request valid: MATRIX_CELLS (DR-09)",
     "malformed requests": "one per run's opening: an unknown or non-string op, an argument missing, "
                           "extra or misnamed, args that are no object",
 }
@@ -316,3 +319,84 @@ MALFORMED_REQUESTS: tuple[tuple[Json, Json], ...] = (
     ("claim", {"id": 1, "now": 0}), ("cancel", {"id": 1, "owner": "alice"}), ("claimable", {}),
     ("get", [1]), ("claim", None),
 )
+
+
+# --- the malformation matrix (docs/protocol.md section 5, DR-09) ---
+
+#: An integer field's malformed forms, each a function of the valid value it replaces:
+#: out of range, a fraction, or the value in a wrong type (DISGUISES).
+TIME_FORMS: dict[str, Callable[[int], Json]] = {
+    "negative": lambda value: -1, "int64_min": lambda value: INT64_MIN,
+    "past_int64": lambda value: INT64_MAX + 1, "fraction": lambda value: value + 0.5, **DISGUISES}
+#: An id may be any int64 (a negative one is simply not_found): only what is no int64 is malformed.
+ID_FORMS: dict[str, Callable[[int], Json]] = {
+    "below_int64": lambda value: INT64_MIN - 1, "past_int64": lambda value: INT64_MAX + 1,
+    "fraction": lambda value: value + 0.5, **DISGUISES}
+OWNER_FORMS: dict[str, Callable[[str], Json]] = {
+    form: (lambda value, bad=bad: bad) for form, bad in NOT_OWNER_FORMS.items()}
+#: `args` that are no object (D-27), each built from the valid args it replaces.
+ARGS_FORMS: dict[str, Callable[[dict[str, Json]], Json]] = {
+    "null": lambda args: None, "list": lambda args: list(args.values()),
+    "string": lambda args: "args", "number": lambda args: 1}
+#: The malformed forms of each argument, by the argument's name.
+ARGUMENT_FORMS: dict[str, dict[str, Callable[[Any], Json]]] = {
+    "owner": OWNER_FORMS, "caller": OWNER_FORMS, "id": ID_FORMS,
+    "delay": TIME_FORMS, "ttl": TIME_FORMS, "limit": TIME_FORMS}
+
+
+def key_forms(op: str) -> tuple[str, ...]:
+    """`args` missing one of the op's argument names, or holding a key it does not take
+    (named `now`, the one a careless target might read from args)."""
+    return (*(f"missing_{name}" for name in OPERATIONS[op]), "extra_now")
+
+
+def matrix_fields(op: str) -> dict[str, tuple[str, ...]]:
+    """Each field of a request to `op` that the contract says can be malformed, with its
+    malformed forms: the op's arguments, `now` (sent to every op, even those that do not
+    read it: Cancel and Get must answer as usual), `args` as a whole and its keys."""
+    return {**{name: tuple(ARGUMENT_FORMS[name]) for name in OPERATIONS[op]},
+            "now": tuple(TIME_FORMS), "args": tuple(ARGS_FORMS), "keys": key_forms(op)}
+
+
+#: Every (op, field) row of the malformation matrix; a row's cells are its forms.
+MATRIX_ROWS: tuple[tuple[str, str], ...] = tuple(
+    (op, name) for op in OPERATIONS for name in matrix_fields(op))
+#: The rows the machine sends in one go: a field of every op that has it (an owner and a
+#: caller are one field; so are `now`, `args` and the keys of every op). A few groups, not
+#: the 31 rows, are drawn: a default campaign draws each group dozens of times, where some
+#: of 31 rows went undrawn (seed 0: 27 cells of 220 never sent).
+MATRIX_GROUPS: dict[str, tuple[tuple[str, str], ...]] = {}
+for _row in MATRIX_ROWS:
+    MATRIX_GROUPS.setdefault("owner" if _row[1] == "caller" else _row[1], ())
+    MATRIX_GROUPS["owner" if _row[1] == "caller" else _row[1]] += (_row,)
+del _row
+#: Every cell: (op, field, form).
+MATRIX_CELLS: tuple[tuple[str, str, str], ...] = tuple(
+    (op, name, form) for op, name in MATRIX_ROWS for form in matrix_fields(op)[name])
+
+
+def malformed(op: str, field: str, form: str, args: dict[str, Json], now: int) -> tuple[Json, Json]:
+    """(args, now) of a valid request to `op` with one field in one malformed form."""
+    if field == "now":
+        return args, TIME_FORMS[form](now)
+    if field == "args":
+        return ARGS_FORMS[form](args), now
+    if field == "keys":
+        if form == "extra_now":
+            return {**args, "now": now}, now
+        return {key: value for key, value in args.items() if key != form.removeprefix("missing_")}, now
+    return {**args, field: ARGUMENT_FORMS[field][form](args[field])}, now
+
+
+def valid_args(op: str, id: int, owner: str) -> dict[str, Json]:
+    """Arguments of a request to `op` that only its malformed field can make fail: an open
+    deferral's id (with its owner as the caller), a schedule that fits, a small limit."""
+    values: dict[str, Json] = {"owner": OWNER_NAMES[0], "delay": 1, "ttl": 50, "id": id,
+                               "caller": owner, "limit": 5}
+    return {name: values[name] for name in OPERATIONS[op]}
+
+
+#: The grid the coverage report shows (System.matrix).
+MATRIX = MalformationMatrix("DR-09", MATRIX_CELLS, unsent={
+    "an unknown op (`reschedule`, a non-string op)": "an op no row has: the opening of every run "
+    "sends one of the malformed requests in MALFORMED_REQUESTS (D-27.unknown_op)"})

@@ -5,7 +5,7 @@ tests/test_duebook_machine.py."""
 from __future__ import annotations
 
 from duespec.model import duebook as model
-from duespec.systems.duebook.ops import DISGUISES, NEAR_MISSES, REFUSED_ARGUMENTS
+from duespec.systems.duebook.ops import DISGUISES, MATRIX, NEAR_MISSES, REFUSED_ARGUMENTS
 
 
 REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid"}) | {
@@ -15,7 +15,8 @@ REQUIRED_TAGS = (model.OPERATION_TAGS - {"D-01.invalid"}) | {
     "DR-05.compaction",
     *(f"DR-06.{kind.replace(' ', '_')}" for kind in NEAR_MISSES),
     *(f"DR-07.{form}" for form in DISGUISES), *(f"DR-07.now_{form}" for form in DISGUISES),
-    *(f"DR-08.{refused}" for refused in REFUSED_ARGUMENTS)}
+    *(f"DR-08.{refused}" for refused in REFUSED_ARGUMENTS),
+    *(MATRIX.tag(*cell) for cell in MATRIX.cells)}
 
 #: Requirements that are properties of every step rather than branches a step takes: the
 #: campaign checks them all the time, so no coverage tag marks them reached.

@@ -23,7 +23,7 @@ from duespec.systems.schedules.long_run import LONG_RUN
 from duespec.systems.schedules.machine import SchedulesMachine
 from duespec.systems.schedules.namespace import NAMESPACE
 from duespec.systems.schedules.reads import BLIND_SPOTS, reads
-from duespec.systems.schedules.ops import OPERATIONS, VALUE_SPACE, with_required_tags
+from duespec.systems.schedules.ops import MATRIX, OPERATIONS, VALUE_SPACE, with_required_tags
 from duespec.systems.schedules.requirements import OUT_OF_REACH, REQUIRED_TAGS, out_of_reach_with_tags
 
 __all__ = ["CONCURRENCY", "SYSTEM", "VALUE_SPACE", "ImplTarget", "ModelTarget", "SchedulesMachine"]
@@ -52,6 +52,7 @@ SYSTEM = System(
     blind_spots=BLIND_SPOTS,
     # the unknown op the machine's `garbage` rule sends (400, X-03.unknown_op)
     unknown_ops=("warp",),
+    matrix=MATRIX,
     tag_request=with_required_tags,
     out_of_reach_with_tags=out_of_reach_with_tags,
     # a server that cannot be reset: each run in a namespace of its own (namespace.py)

@@ -24,6 +24,7 @@ from duespec.systems.schedules.tasks import PromisesAndTasks
 from duespec.systems.schedules.adapter import DAY, HOUR, MINUTE
 from duespec.systems.schedules.ops import (
     CRONS,
+    OPERATIONS,
     DELAYED_AN_HOUR,
     EDGE_ID,
     EPOCH_2025,
@@ -36,9 +37,11 @@ from duespec.systems.schedules.ops import (
     INVALID_TIMEOUTS,
     LAST_YEAR,
     LAST_YEAR_ROLLOVER,
+    MATRIX,
     MAX_OWED_PER_JUMP,
     MAX_PROMISES_PER_RUN,
     NEAR_MISS_IDS,
+    NOW_FORMS,
     ODD_NOWS,
     PAGE_FILL,
     PARAMS,
@@ -57,6 +60,7 @@ from duespec.systems.schedules.ops import (
     cron_regimes,
     instant_regimes,
     pool,
+    well_formed,
 )
 from duespec.targets.interface import Json
 
@@ -132,6 +136,7 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
         pick = (STARTS.index(start) + 2 * RETRY_TIMEOUTS.index(retry_timeout)
                 + 3 * STARTING_WORK.index(work) + 5 * TTLS.index(ttl))
         self.sends_each_edge_of_one_field(fields[pick % len(fields)])
+        self.sends_a_malformed_now_to_every_op(pick)
         self.some_work_to_start_with(work, ttl)
 
     def sends_each_edge_of_one_field(self, field: str) -> None:
@@ -154,6 +159,30 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
                 self.act("schedule.delete", {"id": EDGE_ID})
         if accepted:
             reached(f"SR-05.{field.replace('-', '_')}")
+
+    def sends_a_malformed_now_to_every_op(self, pick: int) -> None:
+        """SR-06: every op, a request that only its `now` makes a 400 (over HTTP, a bad
+        `resonate:debug_time`), each op with another of the forms docs/protocol.md section 5
+        names, the forms turning with `pick`: over a campaign's openings every op gets every
+        form (a default campaign: each cell over a dozen times; half the ops per opening
+        left some cells to one run at some seeds). Part of the opening with no draw of its
+        own, as the edges above: the 400s change nothing, so every later draw and step of
+        the run is as it was without them (a draw of its own moved every later draw, and a
+        default campaign then let a mutant through); the minimiser drops them from a
+        counterexample that does not need them. It names no op in its source (duespec.campaigns.scope reads that): an op the
+        campaign leaves out is not sent."""
+        forms = tuple(NOW_FORMS)
+        saved = self.now
+        try:
+            for index, op in enumerate(OPERATIONS):
+                if op in self.excluded_ops:
+                    continue
+                form = forms[(pick + index) % len(forms)]
+                reached(MATRIX.tag(op, "now", form))
+                self.now = NOW_FORMS[form](saved)
+                self.act(op, well_formed(op, saved))
+        finally:
+            self.now = saved
 
     def start_clock(self, start: int, retry_timeout: int | None) -> None:
         config = {key: value for key, value in self.config.items() if key != "retry_timeout"}

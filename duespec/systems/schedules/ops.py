@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from duespec.model.schedules.clock import MAX_DURATION, MAX_INSTANT, MAX_TIME
 from duespec.spec import cron_dialect
 from duespec.spec.cron_dialect import ALIASES
+from duespec.systems import MalformationMatrix
 from duespec.systems.schedules.adapter import DAY, DEFAULT_RETRY_TIMEOUT, HOUR, MINUTE
 
 #: Argument names of each op, exactly as docs/operations.md lists them.
@@ -159,6 +160,9 @@ ODD_NOWS = (None, -1, MAX_TIME + 1, 1.5, True, "now as float", "now as string", 
 VALUE_SPACE: dict[str, str] = {
     "config": f"profile: the campaign's; retry_timeout: {[t for t in RETRY_TIMEOUTS if t is not None]} "
               "or left out",
+    "malformed now": "every op, in every run's opening, a well-formed request at a now of -1, "
+                     "MAX_TIME + 1, a fraction, the clock as a float or a string, null or true "
+                     "(one form per op, turning from run to run): MATRIX_CELLS (SR-06)",
     "now": "starts at a minute, month, year or century edge (1970's first minute, 2000, 2025, 2028, "
            "2099-2100), "
            "or minutes before 9999 and before MAX_TIME; moves forward by 1 ms to 400 days, to 1 ms "
@@ -342,3 +346,60 @@ def with_required_tags(op: str, args: Any, required: Mapping[str, str]) -> Any:
         inner = inner[name]
     inner[key] = {**inner[key], **required}
     return shaped
+
+
+# --- the malformation matrix (docs/protocol.md section 5, SR-06) ---
+
+#: A `now` that is no valid instant, in the forms docs/protocol.md section 5 names, each a
+#: function of the clock it replaces (the `resonate:debug_time` header over HTTP).
+NOW_FORMS: dict[str, Any] = {
+    "negative": lambda now: -1, "past_max_time": lambda now: MAX_TIME + 1,
+    "fraction": lambda now: now + 0.5, "float": float, "string": str,
+    "null": lambda now: None, "true": lambda now: True}
+
+
+def well_formed(op: str, now: int) -> dict[str, Any]:
+    """A request to `op` that nothing but its `now` can make a 400: each argument present
+    and of its rule's shape (docs/operations.md "Validation"), about ids the rules use."""
+    promise = {"id": PROMISE_IDS[0], "timeoutAt": now + MINUTE, "param": PARAMS[0], "tags": {}}
+    task, version = TASK_IDS[0], 1
+    return {
+        "schedule.create": {"id": SCHEDULE_IDS[0], "cron": "* * * * *", "promiseId": TEMPLATES[0],
+                            "promiseTimeout": MINUTE, "promiseParam": PARAMS[0], "promiseTags": {}},
+        "schedule.get": {"id": SCHEDULE_IDS[0]}, "schedule.delete": {"id": SCHEDULE_IDS[0]},
+        "schedule.search": {"tags": {}}, "schedule.timeout": {"id": SCHEDULE_IDS[0]},
+        "promise.create": promise, "promise.get": {"id": PROMISE_IDS[0]},
+        "promise.settle": {"id": PROMISE_IDS[0], "state": "resolved", "value": PARAMS[1]},
+        "promise.register_callback": {"awaited": PROMISE_IDS[0], "awaiter": PROMISE_IDS[1]},
+        "promise.register_listener": {"awaited": PROMISE_IDS[0], "address": "poll://a"},
+        "promise.search": {"state": "pending", "tags": {}, "limit": 10, "cursor": None},
+        "promise.timeout": {"id": PROMISE_IDS[0]},
+        "task.get": {"id": task}, "task.halt": {"id": task}, "task.continue": {"id": task},
+        "task.create": {"pid": PIDS[0], "ttl": MINUTE, "action": {**promise, "id": TASK_IDS[1], "tags": TARGET}},
+        "task.acquire": {"id": task, "version": version, "pid": PIDS[0], "ttl": MINUTE},
+        "task.fence": {"id": task, "version": version, "action": {"kind": "create", **promise}},
+        "task.heartbeat": {"pid": PIDS[0], "tasks": [{"id": task, "version": version}]},
+        "task.suspend": {"id": task, "version": version, "actions": [{"awaited": PROMISE_IDS[0], "awaiter": task}]},
+        "task.fulfill": {"id": task, "version": version,
+                         "action": {"id": task, "state": "resolved", "value": PARAMS[1]}},
+        "task.release": {"id": task, "version": version},
+        "task.search": {"state": "pending", "limit": 10, "cursor": None},
+        "tick": {},
+    }[op]
+
+
+#: Every cell: (op, "now", form).
+MATRIX_CELLS = tuple((op, "now", form) for op in OPERATIONS for form in NOW_FORMS)
+#: The grid the coverage report shows (System.matrix): so far `now` of every op; what
+#: else X-03 defines per argument is sent to some ops by other rules, not to every op.
+MATRIX = MalformationMatrix("SR-06", MATRIX_CELLS, unsent={
+    "an argument missing, an extra key, args that are no object, to every op":
+        "sent to some ops only (`garbage`, `task_odd_requests`, the malformed-requests corpus)",
+    "ids empty, of a wrong type or holding a lone surrogate, in every op that takes one":
+        "sent to schedule.create, schedule.get and some promise and task ops only",
+    "instants and durations (timeoutAt, promiseTimeout, ttl, version, limit) out of bounds or "
+    "of a wrong type, in every op that takes one": "sent to schedule.create, promise.create and "
+    "some task ops only (INVALID_TIMEOUTS, ODD_TASK_REQUESTS)",
+    "tags, Values and resonate:delay malformed in every op that takes them":
+        "sent to schedule.create and promise.create only (INVALID_TAGS, INVALID_PARAMS)",
+})

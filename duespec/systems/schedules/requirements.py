@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from duespec.systems.schedules.ops import FIELD_EDGES
+from duespec.systems.schedules.ops import FIELD_EDGES, MATRIX
 
 
 #: Branches a default campaign reaches in every profile that can take them (checked by
@@ -73,6 +73,7 @@ REQUIRED_TAGS = frozenset({
     "SR-03.default_retry_timeout", "SR-03.retry_timeout_one", "SR-03.retry_timeout_set",
     "SR-04.odd_now",
     *(f"SR-05.{field.replace('-', '_')}" for field in FIELD_EDGES),
+    *(MATRIX.tag(*cell) for cell in MATRIX.cells),
 })
 
 #: Why a profile's campaigns cannot reach a requirement (an ID) or one of its branches (a
