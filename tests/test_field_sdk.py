@@ -130,3 +130,10 @@ def test_a_resonate_application_on_resonate_pg_through_the_recorder(tmp_path):
                                                   **{tag: occurrence["id"] for tag in LINEAGE[1:]}})
     verdict = check_history(history, profile="deployed")
     assert verdict.status == "linearizable", verdict.describe()
+
+
+def test_the_resonate_pg_front_refuses_a_database_it_cannot_reach():
+    """Bad input to the example front: a clear error and exit 2, never a traceback."""
+    run = subprocess.run([sys.executable, str(FRONT), "--dsn", "host=127.0.0.1 port=1 connect_timeout=2",
+                          "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2 and run.stderr.startswith("http_front: ") and "Traceback" not in run.stderr, run.stderr
