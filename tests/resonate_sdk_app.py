@@ -2,7 +2,7 @@
 tests/test_field_sdk.py through `duespec record`; never imported by pytest.
 
 argv[1] is the recording proxy's URL. A durable function sleeps and calls a child, a
-schedule is created, its first occurrence (fired by the server's background ticks) is
+schedule is created, its first occurrence (fired by the server's own real-clock loop) is
 read, and the schedule deleted. The SDK is given no message source: duespec serve has no
 `/poll` (SSE) channel, so a worker could not be told to resume after a sleep that
 suspended it, and the sleep is therefore zero long (its timer promise is created, and
@@ -40,7 +40,7 @@ async def main(url: str) -> dict:
         schedule = await resonate.schedule("nightly", "* * * * *", "greet", args=("bob",))
         created = await resonate.schedules.get("nightly")
         first = (created.created_at // MINUTE + 1) * MINUTE
-        while time.time() * 1000 < first + 2_000:  # the server's background ticks fire it
+        while time.time() * 1000 < first + 2_000:  # the server's own clock fires it
             await asyncio.sleep(0.2)
         occurrence = await resonate.promises.get(f"nightly-{first}")
         seen["occurrence"] = {"id": occurrence.id, "state": occurrence.state, "createdAt": occurrence.created_at,
