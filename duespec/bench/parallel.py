@@ -87,8 +87,8 @@ class StaleRefusal(ImplTarget):
     scheduled yet) is remembered, and once that id has been scheduled and its window has
     passed, a claim of it is refused as `not_found` instead of `expired`. Only a run that
     claims an id before it exists, schedules it, lets its window pass and claims it again
-    shows it: at seed 0 a fresh campaign (default steps and depth) first runs one as its
-    701st run, so the bench gives it PLANTED_EXAMPLES runs rather than the default 200."""
+    shows it: at seed 0 a fresh campaign (default steps and depth) first runs one several
+    hundred runs in, so the bench gives it PLANTED_EXAMPLES runs rather than the default 200."""
 
     def reset(self, config: dict[str, Any]) -> None:
         super().reset(config)
