@@ -211,13 +211,6 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
     return ops
 
 
-#: What an in-process target's factory (or the target it makes) sets to be driven by many
-#: threads at once, one target per client: each target it makes is a client of its own
-#: (its own connection), safe beside the others. Nothing else is: a Python target shares
-#: state its author never meant to share between threads, so stress refuses it.
-CONCURRENT_CLIENTS = "concurrent_clients"
-
-
 def in_process_factory(spec: str) -> Any:
     """The factory `module:factory` names, if it declares `concurrent_clients = True`; else
     StressError saying what to declare. The factory is wrapped as every in-process target
@@ -229,8 +222,8 @@ def in_process_factory(spec: str) -> Any:
         factory = targets.resolve(get_system("schedules"), spec)
     except targets.TargetSpecError as error:
         raise StressError(str(error)) from None
-    if getattr(getattr(factory, "factory", factory), CONCURRENT_CLIENTS, False) is not True:
-        raise StressError(f"{spec} does not declare `{CONCURRENT_CLIENTS} = True`: stress drives one target per "
+    if not targets.declares_concurrent_clients(factory):
+        raise StressError(f"{spec} does not declare `{targets.CONCURRENT_CLIENTS} = True`: stress drives one target per "
                           f"client from many threads at once, so an in-process factory must say that each target "
                           f"it makes is a client of its own, safe beside the others (docs/linearize.md)")
     return factory
@@ -247,7 +240,7 @@ def run_threads(factory: Any, *, clients: int, ops: int, seed: int, keys: int, w
     with its outcome unknown. A target that says it is unusable stops the run."""
     import threading
 
-    from duespec.targets.interface import TargetError
+    from duespec.targets.interface import TargetError, close_quietly
     from duespec.targets.resolve import guarded
 
     made: list[Any] = []
@@ -257,7 +250,7 @@ def run_threads(factory: Any, *, clients: int, ops: int, seed: int, keys: int, w
         made[0].reset(config or {"profile": "lean", "retry_timeout": 5000})
     except TargetError as error:
         for target in made:
-            _close(target)
+            close_quietly(target)
         raise StressError(f"{error}") from None
     shared = Shared("pinned", TICK_SHARE if ticks else 0.0, step_ms=step_ms, rng=random.Random(seed))
     lock = threading.Lock()
@@ -300,7 +293,7 @@ def run_threads(factory: Any, *, clients: int, ops: int, seed: int, keys: int, w
             thread.join()
     finally:
         for target in made:
-            _close(target)
+            close_quietly(target)
     if unusable:
         raise StressError(f"the target became unusable: {unusable[0]}")
     if raised:
@@ -308,15 +301,6 @@ def run_threads(factory: Any, *, clients: int, ops: int, seed: int, keys: int, w
         print(f"duespec stress: {len(raised)} calls raised in the target (recorded with their outcome unknown); "
               f"the first: {first}", file=sys.stderr, flush=True)
     return ops
-
-
-def _close(target: Any) -> None:
-    from duespec.targets.interface import TargetError
-
-    try:
-        target.close()
-    except TargetError:
-        pass
 
 
 def is_in_process(target: str) -> bool:

@@ -266,6 +266,21 @@ class WatchedFactory:
         return WatchedTarget(made, self.timeout)
 
 
+#: A factory's optional declaration, read only by `declares_concurrent_clients`: set to
+#: True, it says that each target it makes is a client of its own (its own connection),
+#: safe beside the others while many threads drive them at once (`duespec stress`). A
+#: Python target shares state its author never meant to share between threads, so
+#: nothing else is taken to be.
+CONCURRENT_CLIENTS = "concurrent_clients"
+
+
+def declares_concurrent_clients(factory: TargetFactory) -> bool:
+    """Whether `factory` (behind duespec's own WatchedFactory, if it is) declares
+    `concurrent_clients = True`."""
+    inner = factory.factory if type(factory) is WatchedFactory else factory
+    return getattr(inner, CONCURRENT_CLIENTS, False) is True
+
+
 def describe(factory: TargetFactory) -> str:
     """A short name for reports."""
     return getattr(factory, "name", None) or getattr(factory, "__qualname__", None) or repr(factory)
