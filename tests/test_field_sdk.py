@@ -27,22 +27,31 @@ from wire_support import ROOT, Served
 APP = ROOT / "tests" / "resonate_sdk_app.py"
 
 
-@pytest.mark.long
-def test_a_resonate_application_through_the_recorder_is_linearizable(tmp_path):
+
+def application_through_the_recorder(upstream: str, traffic: Path) -> dict:
+    """Run the SDK application against `upstream` through `duespec record` writing
+    `traffic`; check that it finished and read back its schedule's first occurrence, which
+    it returns."""
     python = sdk_python()
-    with Served("--profile", "deployed", "--clock", "real", "--tick-ms", "100") as server:
-        recording = Recording(server.url, tmp_path / "traffic.ndjson", "--profile", "deployed")
-        try:
-            run = subprocess.run([str(python), str(APP), f"http://{recording.host}:{recording.port}"],
-                                 capture_output=True, text=True, timeout=180)
-        finally:
-            code, err = recording.stop()
+    recording = Recording(upstream, traffic, "--profile", "deployed")
+    try:
+        run = subprocess.run([str(python), str(APP), f"http://{recording.host}:{recording.port}"],
+                             capture_output=True, text=True, timeout=180)
+    finally:
+        code, err = recording.stop()
     assert run.returncode == 0, run.stderr[-3000:]
     assert code == 0, err
     seen = json.loads(run.stdout)
     assert seen["result"] == "ADA"
     occurrence = seen["occurrence"]
     assert (occurrence["id"], occurrence["createdAt"]) == (f"nightly-{occurrence['first']}", occurrence["first"])
+    return occurrence
+
+
+@pytest.mark.long
+def test_a_resonate_application_through_the_recorder_is_linearizable(tmp_path):
+    with Served("--profile", "deployed", "--clock", "real", "--tick-ms", "100") as server:
+        application_through_the_recorder(server.url, tmp_path / "traffic.ndjson")
 
     history = read_history(tmp_path / "traffic.ndjson")
     ops = {event.op for event in history.events}
@@ -91,27 +100,15 @@ def linearize(history: Path, profile: str) -> tuple[int, str]:
 def test_a_resonate_application_on_resonate_pg_through_the_recorder(tmp_path):
     """The same application on resonate-pg (examples/resonate-pg/http_front.py over a real
     PostgreSQL), recorded, and the history checked by `duespec linearize` as a user runs it."""
-    python = sdk_python()
     try:
         postgres = PostgresServer().start()
     except PostgresUnavailable as error:
         pytest.fail(f"resonate-pg cannot be checked: {error}", pytrace=False)
     try:
         with Front(postgres.create_database("field")) as front:
-            recording = Recording(front.url, tmp_path / "traffic.ndjson", "--profile", "deployed")
-            try:
-                run = subprocess.run([str(python), str(APP), f"http://{recording.host}:{recording.port}"],
-                                     capture_output=True, text=True, timeout=180)
-            finally:
-                code, err = recording.stop()
+            occurrence = application_through_the_recorder(front.url, tmp_path / "traffic.ndjson")
     finally:
         postgres.stop()
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert code == 0, err
-    seen = json.loads(run.stdout)
-    assert seen["result"] == "ADA"
-    occurrence = seen["occurrence"]
-    assert (occurrence["id"], occurrence["createdAt"]) == (f"nightly-{occurrence['first']}", occurrence["first"])
     history = read_history(tmp_path / "traffic.ndjson")
     assert {"task.create", "schedule.create", "schedule.delete", "promise.get"} <= {e.op for e in history.events}
     # resonate-pg follows the Lean at 83d64c3 (profile lean): every answer is explained.
