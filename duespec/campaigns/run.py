@@ -294,16 +294,14 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 stopped = "every run of the last search ended at a masked difference"
                 break
             except CampaignStopped:
-                if not stopper.requested and counted["shrink_cut"] and counted["smallest_of_class"] is not None:
-                    # its shrinking budget spent: the shortest run of the class found is the class's
-                    error, steps, run_config = counted["smallest_of_class"]
-                    finding = finding_of(error, steps, oracle, target, run_config, observe)
-                    _note_shrink_cut(finding)
-                elif counted["smallest"] is None:
+                # its shrinking budget spent: the shortest run of the class found is the class's
+                cut = counted["smallest_of_class"] if counted["shrink_cut"] and not stopper.requested else None
+                if (cut or counted["smallest"]) is None:
                     break  # cut short with nothing failing in this search
-                else:
-                    error, steps, run_config = counted["smallest"]
-                    finding = finding_of(error, steps, oracle, target, run_config, observe)
+                error, steps, run_config = cut or counted["smallest"]
+                finding = finding_of(error, steps, oracle, target, run_config, observe)
+                if cut is not None:
+                    _note_shrink_cut(finding)
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
                 steps = list(machine.last_steps)
