@@ -245,13 +245,13 @@ def test_shared_redis_database_replays_a_failure_in_another_process_and_director
 
 
 @pytest.mark.long
-def test_a_failure_found_after_hundreds_of_runs_is_found_by_replay_in_the_first(
+def test_a_failure_found_after_a_thousand_runs_is_found_by_replay_in_the_first(
         tmp_path: Path, redis_server: RedisServer) -> None:
-    """The bench's memory figures, by run counts: a fresh campaign needs hundreds of runs
+    """The bench's memory figures, by run counts: a fresh campaign needs about a thousand runs
     to meet the planted bug; a second process in another directory, sharing the Redis
     database, fails in its first run, by replay, and its report says so."""
     fresh, replayed = remembered_failure(redis_server.url, str(tmp_path))
-    assert fresh["first_failure_run"] >= 300, fresh["first_failure_run"]
+    assert fresh["first_failure_run"] >= 800, fresh["first_failure_run"]
     assert (fresh.get("database") or {}).get("hits") == 0
     assert "database hit" not in fresh["printed"]
     assert replayed["first_failure_run"] == 1
