@@ -450,6 +450,7 @@ def test_the_html_report_is_self_contained_and_shows_lanes_and_the_failing_call(
             self.failing: list[str] = []
             self.bars: list[str] = []
             self.status = ""
+            self.culprit: str | None = None
             self.diff_rows = 0
             self._in_diff = False
 
@@ -464,6 +465,8 @@ def test_the_html_report_is_self_contained_and_shows_lanes_and_the_failing_call(
                     self.failing.append(a.get("class"))
             if tag == "h1" and a.get("id") == "verdict":
                 self.status = a.get("data-status")
+            if tag == "p" and a.get("id") == "violation":
+                self.culprit = a.get("data-culprit")
             if tag == "table":
                 self._in_diff = a.get("id") == "state-diff"
             if tag == "tr" and self._in_diff:
@@ -473,6 +476,7 @@ def test_the_html_report_is_self_contained_and_shows_lanes_and_the_failing_call(
     facts.feed(dom)
     cx = check_history(history).counterexample
     assert facts.status == "not linearizable"
+    assert cx.violation is not None and facts.culprit == str(cx.violation.culprit), "the page names the violation"
     assert sorted(facts.lanes) == sorted({e.client for e in cx.events}) and len(facts.lanes) >= 2
     assert len(facts.bars) == len(cx.events) and len(facts.failing) == 1
     assert facts.diff_rows >= 2, "the state diff has a header and at least one changed path"

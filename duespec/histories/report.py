@@ -243,6 +243,10 @@ def render_html(verdict: Verdict, source: str = "") -> str:
                  f"Counterexample: {len(cx.events)} calls of {len(_clients(cx.events))} clients, shrunk from "
                  f"{verdict.events} ({'minimal' if cx.minimal else 'not shown minimal'}; {cx.checks} checks). "
                  f"The failing call is #{stuck.call}, in red.</p>")
+    if cx.violation is not None:
+        parts.append(f"<p id=violation data-culprit={cx.violation.culprit} data-kind=\"{_e(cx.violation.kind)}\">"
+                     f"Violation: #{cx.violation.culprit}'s answer: {_e(cx.violation.kind)} (the other calls "
+                     f"linearize without it; shrinking kept this violation)</p>")
     parts.append("<h2>Swimlanes</h2>")
     parts.append(_swimlanes(cx, stuck.call))
     parts.append("<h2>Calls</h2><table id=calls><tr><th>#</th><th>client</th><th>call..return (ms after the "
