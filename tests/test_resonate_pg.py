@@ -25,6 +25,7 @@ from pg_support import PostgresServer, PostgresUnavailable  # noqa: E402
 
 from duespec.cli import main  # noqa: E402
 from duespec.histories.format import read_history  # noqa: E402
+from duespec.systems.schedules import ModelTarget  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "resonate-pg"
@@ -119,6 +120,81 @@ def test_reset_empties_every_table_and_sets_the_retry_timeout(pg) -> None:
     pg.reset({"profile": "lean"})  # left out: resonate.sql's own 5000
     pg.step("promise.create", {"id": "p", "timeoutAt": T0 + MINUTE, "param": value(), "tags": targeted}, T0)
     assert pg.observe()["taskTimeouts"] == [{"id": "p", "kind": 0, "timeout": T0 + 5000}]
+
+
+def test_a_suspended_task_is_answered_as_the_lean_answers(pg) -> None:
+    """resonate-pg writes `"preload": []` beside task.suspend's 200, which is the Lean's
+    TaskSuspendRes `{status := 200}` (its preload defaults to []): read back as the model's
+    answer, not as a difference (docs/findings.md, the response-only campaign)."""
+    targeted = {"resonate:target": "poll://any@workers"}
+    for id in ("a", "b"):
+        pg.step("promise.create", {"id": id, "timeoutAt": T0 + MINUTE, "param": value(), "tags": targeted}, T0)
+    assert pg.step("task.acquire", {"id": "a", "version": 0, "pid": "w", "ttl": 1000}, T0)["status"] == 200
+    suspended = pg.step("task.suspend", {"id": "a", "version": 1, "actions": [{"awaited": "b"}]}, T0)
+    assert '"data": {"preload": []}' in pg.last_exchange
+    assert suspended == {"status": 200}
+
+
+def test_tick_fires_what_the_model_fires_in_its_own_order(pg) -> None:
+    """declared.toml, tick `$.fired[].id` and `$.fired[].kind`: process_timeouts fires due
+    promises, then tasks, then schedules; operations.md's dispatcher fires promises and
+    schedules by their timeout. The same timeouts fire, to the same state."""
+    model = ModelTarget()
+    model.reset(LEAN)
+    steps = [("schedule.create", {"id": "s", "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
+                                  "promiseTimeout": 10 * MINUTE, "promiseParam": value(), "promiseTags": {}}, T0),
+             ("promise.create", {"id": "x", "timeoutAt": T0 + 90_000, "param": value(),
+                                 "tags": {"resonate:timer": "true"}}, T0)]
+    for op, args, now in steps:
+        assert pg.step(op, args, now) == model.step(op, args, now)
+    fired = pg.step("tick", {}, T0 + 100_000)["fired"]
+    expected = model.step("tick", {}, T0 + 100_000)["fired"]
+    assert expected == [{"kind": "schedule", "id": "s"}, {"kind": "promise", "id": "x"}]
+    assert fired == [{"kind": "promise", "id": "x"}, {"kind": "schedule", "id": "s"}]
+    for op, args in (("promise.get", {"id": "x"}), ("promise.get", {"id": f"s.{T0 + MINUTE}"}),
+                     ("schedule.get", {"id": "s"})):
+        assert pg.step(op, args, T0 + 100_000) == model.step(op, args, T0 + 100_000)
+
+
+def _side_by_side(pg, steps) -> list[tuple[dict, dict]]:
+    """(the model's answer, resonate-pg's) of each step, both from a fresh reset."""
+    model = ModelTarget()
+    model.reset(LEAN)
+    return [(model.step(op, dict(args), now), pg.step(op, dict(args), now)) for op, args, now in steps]
+
+
+def test_finding_f2_a_request_at_an_invalid_now_shows_again_at_later_steps(pg) -> None:
+    """docs/findings.md, the response-only campaign: what resonate-pg created at a `now` the
+    spec refuses (F-2) is still there when a valid request names the same id, so later steps
+    differ too: tick fires another promise (`$.fired[].id`, the campaign's shrunk run),
+    task.create answers the old promise (`$.promise.createdAt`), task.acquire finds it timed
+    out (`$.promise`: 409 where the model acquires)."""
+    targeted = {"resonate:target": "poll://any@workers"}
+    answers = _side_by_side(pg, [
+        ("promise.create", {"id": "p1", "timeoutAt": T0 + MINUTE, "param": value(), "tags": {}}, -1),
+        ("task.create", {"pid": "w1", "ttl": MINUTE, "action": {"id": "t2", "timeoutAt": T0 + MINUTE,
+                                                                "param": value(), "tags": targeted}}, -1),
+        ("promise.create", {"id": "p1", "timeoutAt": T0 + 1440 * MINUTE, "param": value(), "tags": targeted}, T0),
+        ("tick", {}, T0 + 27 * 1440 * MINUTE)])
+    assert [(m["status"], r["status"]) for m, r in answers[:2]] == [(400, 200), (400, 200)]
+    assert answers[2][1]["promise"]["createdAt"] == -1  # the old p1, untargeted, internal
+    assert (answers[3][0]["fired"], answers[3][1]["fired"]) == ([{"kind": "promise", "id": "p1"}],
+                                                                [{"kind": "promise", "id": "t2"}])
+    pg.reset(LEAN)
+    created = _side_by_side(pg, [
+        ("promise.create", {"id": "t1", "timeoutAt": T0 + MINUTE, "param": value(), "tags": targeted}, "5"),
+        ("task.create", {"pid": "w1", "ttl": MINUTE, "action": {"id": "t1", "timeoutAt": T0 + MINUTE,
+                                                                "param": value(), "tags": targeted}}, T0)])[1]
+    assert (created[0]["status"], created[1]["status"]) == (200, 200)
+    assert created[0]["task"] == created[1]["task"]  # the stored pending task, acquired: the same
+    assert (created[0]["promise"]["createdAt"], created[1]["promise"]["createdAt"]) == (T0, 5)
+    pg.reset(LEAN)
+    acquired = _side_by_side(pg, [
+        ("promise.create", {"id": "t1", "timeoutAt": T0 + MINUTE, "param": value(), "tags": targeted}, -1),
+        ("promise.create", {"id": "t1", "timeoutAt": T0 + 1440 * MINUTE, "param": value(), "tags": targeted}, T0),
+        ("task.acquire", {"id": "t1", "version": 0, "pid": "w1", "ttl": MINUTE}, T0 + MINUTE)])[2]
+    assert (acquired[0]["status"], acquired[1]["status"]) == (200, 409)
+    assert "promise" in acquired[0] and "promise" not in acquired[1]
 
 
 def test_environment_ops_reject_what_operations_md_calls_invalid(pg) -> None:

@@ -80,6 +80,15 @@ def test_task_and_promise_answers_survive_the_round_trip(promise, task, inner_st
         assert op_response(op, status, answer["data"]) == response
 
 
+def test_an_empty_preload_is_the_lean_default_at_every_status_of_an_op_that_declares_one() -> None:
+    """types.lean at 83d64c3: TaskSuspendRes is `{status, preload := []}` for its 200 as for its
+    300, so a server writing `"preload": []` beside a 200 (resonate-pg does) answers what the
+    Lean answers; reading it back as anything else was a divergence of duespec's own making."""
+    assert op_response("task.suspend", 200, {"preload": []}) == {"status": 200}
+    assert op_response("task.suspend", 300, {"preload": []}) == {"status": 300}
+    assert op_response("task.suspend", 200, {"preload": [{"id": "p"}]}) == {"status": 200, "preload": [{"id": "p"}]}
+
+
 def test_a_preload_the_model_never_sends_is_kept_so_it_diverges() -> None:
     assert op_response("task.acquire", 200, {"task": {"id": "t", "state": "acquired", "version": 1,
                                                       "resumes": 0}, "preload": [{"id": "p"}]})["preload"] == [{"id": "p"}]

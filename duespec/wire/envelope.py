@@ -68,6 +68,11 @@ FENCE_OPS = {kind: op for op, kind in FENCE_KINDS.items()}
 #: sends ahead: task.suspend's 300 is the "redirect" that carries them). duespec's model has
 #: none (no handler at 83d64c3 fills it), so it is always `[]` here.
 PRELOADING = {"task.create": 200, "task.acquire": 200, "task.fence": 200, "task.suspend": 300}
+#: The ops whose Lean response type declares `preload : List PromiseRecord := []` (types.lean
+#: at 83d64c3: TaskCreateRes, TaskAcquireRes, TaskFenceRes, TaskSuspendRes), whatever the
+#: status: an empty one is that default, and a server may write it on any answer that
+#: carries data (resonate-pg writes it on task.suspend's 200 too). Reading an answer drops it.
+LEAN_PRELOAD_OPS = frozenset(PRELOADING)
 
 
 class WireError(Exception):
@@ -447,8 +452,10 @@ def check_envelope(answer: Json, kind: str, corr_id: str, http_status: int) -> t
 
 
 def op_response(op: str, status: int, data: Json) -> dict[str, Json]:
-    """The operations.md response of a wire answer (the inverse of response_envelope; a
-    non-empty `preload` is kept, so that it differs from the model's answer)."""
+    """The operations.md response of a wire answer (the inverse of response_envelope). An
+    empty `preload` of an op whose Lean response declares one is dropped at any status; a
+    non-empty one, or any `preload` of another op, is kept, so that it differs from the
+    model's answer."""
     if status >= 400:
         return {"status": status, **({"message": data} if isinstance(data, str) else {})}
     if op == "tick":
@@ -467,7 +474,7 @@ def op_response(op: str, status: int, data: Json) -> dict[str, Json]:
             out[key] = [schedule_from_wire(s) for s in value] if isinstance(value, list) else value
         elif key == "action":
             out[key] = _fence_answer_from_wire(value)
-        elif key != "cursor" and not (key == "preload" and value == [] and PRELOADING.get(op) == status):
+        elif key != "cursor" and not (key == "preload" and value == [] and op in LEAN_PRELOAD_OPS):
             out[key] = value
     if "schedules" in data or "cursor" in data:  # a page: its cursor is null when left out
         out["cursor"] = data.get("cursor")
