@@ -394,9 +394,11 @@ def well_formed(op: str, now: int) -> dict[str, Any]:
     }[op]
 
 
-#: `args` that are no object (X-03), each built from the valid args it replaces.
+#: `args` that are no object (X-03), each built from the valid args it replaces (the list
+#: holds the argument names: the values would carry ids that no namespace reaches inside
+#: a list, with --reset none).
 ARGS_FORMS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "null": lambda args: None, "list": lambda args: list(args.values()),
+    "null": lambda args: None, "list": lambda args: list(args),
     "string": lambda args: "args", "number": lambda args: 1}
 #: A string that is no Unicode text: it cannot be stored (docs/operations.md "Validation").
 LONE_SURROGATE = "\ud800"
