@@ -123,6 +123,9 @@ class ScheduleServer(PromiseAndTaskHandlers):
             if route is None:
                 raise InvalidRequest(f"unknown op {op!r}; known: {', '.join(ROUTES)}")
             check_unicode(args)
+            if not isinstance(args, dict):
+                # a search reads no argument, but its request is an object like every op's
+                raise InvalidRequest(f"args must be an object, not {type(args).__name__}")
             return route(self, args, now)
         except InvalidRequest as problem:
             return {"status": 400, "message": str(problem)}

@@ -19,8 +19,10 @@ from duespec.campaigns.scope import scope_of
 from duespec.cli import main
 from duespec.systems.duebook import SYSTEM
 from duespec.systems.schedules import SYSTEM as SCHEDULES
+from duespec.systems.schedules import ImplTarget as SchedulesImpl
 from duespec.systems.schedules import ModelTarget as SchedulesModel
 from duespec.model.schedules.clock import MAX_TIME
+from duespec.systems.schedules.ops import EPOCH_2025, TARGET, malformed, well_formed
 
 Json = Any
 INT64_MAX = 2**63 - 1
@@ -249,16 +251,97 @@ def test_a_search_that_ignores_an_invalid_now_is_caught(
     assert "response schedule.search " in found and "S-04" in found, found
 
 
+# --- schedules: every argument of every op, in each malformed form (SR-06) ---
+# Copies of duespec's implementation, each with one validation check of one op missing.
+# Before the matrix had per-argument cells, no rule sent any of these requests: each held.
+
+class ReleaseIgnoresAnExtraKey(SchedulesImpl):
+    """task.release drops a key it does not take (a lenient decoder) instead of a 400."""
+
+    def step(self, op: str, args: Json, now: Json) -> dict[str, Json]:
+        if op == "task.release" and type(args) is dict:
+            args = {key: value for key, value in args.items() if key in ("id", "version")}
+        return super().step(op, args, now)
+
+
+class HaltTakesAnEmptyId(SchedulesImpl):
+    """task.halt looks an empty id up (404) instead of refusing it (400)."""
+
+    def step(self, op: str, args: Json, now: Json) -> dict[str, Json]:
+        if op == "task.halt" and type(args) is dict and args.get("id") == "" and set(args) == {"id"}:
+            return {"status": 404}
+        return super().step(op, args, now)
+
+
+class AcquireTakesAWrongTypedTtl(SchedulesImpl):
+    """task.acquire reads a ttl sent as a float or a numeric string as the integer."""
+
+    def step(self, op: str, args: Json, now: Json) -> dict[str, Json]:
+        if op == "task.acquire" and type(args) is dict and type(args.get("ttl")) in (float, str):
+            try:
+                args = {**args, "ttl": int(float(args["ttl"]))}
+            except ValueError:
+                pass
+        return super().step(op, args, now)
+
+
+@pytest.mark.parametrize("target, op, requirement", [
+    ("ReleaseIgnoresAnExtraKey", "task.release", "T-08"),
+    ("HaltTakesAnEmptyId", "task.halt", "T-09"),
+    ("AcquireTakesAWrongTypedTtl", "task.acquire", "T-03"),
+])
+def test_a_schedules_server_mishandling_one_malformed_argument_is_caught(
+        target: str, op: str, requirement: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["conform", "schedules", "--target", f"{__name__}:{target}", *QUICK,
+                 "--trace-dir", str(tmp_path), "--no-coverage"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    found = next(line for line in out.splitlines() if line.startswith("class 1 of 1:"))
+    assert f"response {op} " in found and requirement in found, found
+
+
 def test_every_op_gets_malformed_nows_in_a_short_campaign() -> None:
     """Every opening sends each op an invalid `now` (the form turning with the opening), so
-    a short campaign reaches every op; the whole grid at the default budget is a required
-    part of tests/test_schedules_machine.py. The report lists what is not sent yet."""
+    a short campaign reaches every op's `now` row; the whole grid at the default budget is
+    a required part of tests/test_schedules_machine.py. The report lists what is not sent."""
     result = run_campaign(SCHEDULES, SCHEDULES.model, examples=30)
     assert result.ok, result.failure
     report = coverage_report(SCHEDULES, result.profile, result.coverage)
     assert report.matrix is not None
-    reached_ops = {op for (op, _, _), count in report.matrix.hits.items() if count}
+    reached_ops = {op for (op, field, _), count in report.matrix.hits.items() if count and field == "now"}
     assert reached_ops == set(SCHEDULES.operations)
     assert all("no run sent it" in why for why in report.matrix.unreached.values())
-    assert "not sent: ids empty" in report.render()
+    assert "not sent: an unknown op" in report.render()
 
+
+def test_the_grid_has_every_argument_of_every_op() -> None:
+    """A row for each argument of the well-formed request of every op, `args` as a whole
+    and its keys, besides `now`; each row's forms are the argument's."""
+    rows = {(op, field) for op, field, _ in SCHEDULES.matrix.cells}
+    for op in SCHEDULES.operations:
+        assert {(op, name) for name in well_formed(op, EPOCH_2025)} | {(op, "now"), (op, "args"), (op, "keys")} \
+            == {row for row in rows if row[0] == op}, op
+    assert ("task.acquire", "ttl", "string") in SCHEDULES.matrix.cells
+    assert ("task.release", "keys", "extra_now") in SCHEDULES.matrix.cells
+
+
+def test_each_cell_is_refused_by_model_and_implementation_alike() -> None:
+    """Every cell but `now`'s, at a state with a schedule, promises and a task: the model
+    answers 400 (a search 501, or 400 for a string that is no Unicode text), nothing
+    changes, and the implementation answers the same."""
+    for profile in SCHEDULES.profiles:
+        model, impl = SchedulesModel(), SchedulesImpl()
+        for target in (model, impl):
+            target.reset(SCHEDULES.config(profile))
+            target.step("schedule.create", well_formed("schedule.create", EPOCH_2025), EPOCH_2025)
+            target.step("task.create", well_formed("task.create", EPOCH_2025), EPOCH_2025)
+            target.step("promise.create", {**well_formed("promise.create", EPOCH_2025), "tags": TARGET}, EPOCH_2025)
+        before = model.observe()
+        for op, field, form in SCHEDULES.matrix.cells:
+            if field == "now":
+                continue
+            args = malformed(op, field, form, EPOCH_2025)
+            expected, answered = model.step(op, args, EPOCH_2025), impl.step(op, args, EPOCH_2025)
+            assert expected["status"] in ((400, 501) if op.endswith(".search") else (400,)), (profile, op, field, form)
+            assert answered["status"] == expected["status"], (profile, op, field, form, answered)
+        assert model.observe() == before == impl.observe()

@@ -555,6 +555,14 @@ def test_an_invalid_now_is_400_for_every_op(lean: ScheduleServer, now: Any) -> N
     assert lean.observe() == before
 
 
+@pytest.mark.parametrize("op", ["schedule.search", "promise.search", "task.search"])
+def test_a_search_whose_args_are_no_object_is_400(lean: ScheduleServer, op: str) -> None:
+    for args in (None, ["tags"], "args", 1):
+        response = lean.handle(op, args, T0)
+        assert response["status"] == 400 and "object" in response["message"], (args, response)
+    assert lean.handle(op, {}, T0)["status"] == 501
+
+
 # --- agreement with the reference model ------------------------------------------------------
 
 def scenario(tags: dict[str, str], promise_timeout: int) -> list[tuple[str, dict[str, Any], int]]:

@@ -68,6 +68,19 @@ def test_get_and_delete_and_search() -> None:
     assert model.step(state, "schedule.delete", {"id": "s"}, T0) == {"status": 404}
 
 
+@pytest.mark.parametrize("op", ["schedule.search", "promise.search", "task.search"])
+@pytest.mark.parametrize("args", [None, ["tags"], "args", 1])
+def test_a_search_whose_args_are_no_object_is_400(op: str, args: Any) -> None:
+    """A search is 501 whatever its args, once they are an object: JSON that is none is no
+    request to any op (X-03), as the HTTP front end and the deployed server refuse it."""
+    state = server()
+    before = model.observe(state)
+    response = model.step(state, op, args, T0)
+    assert response["status"] == 400 and "object" in response["message"]
+    assert model.step(state, op, {}, T0) == {"status": 501}
+    assert model.observe(state) == before
+
+
 def test_firing_a_deleted_schedule_changes_nothing() -> None:
     state = server()
     create(state, T0)

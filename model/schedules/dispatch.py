@@ -114,6 +114,9 @@ def step(state: ServerState, op: str, args: Json, now: Json) -> dict[str, Json]:
     try:
         time_value(now, "now")
         unicode_text(args)
+        if not isinstance(args, dict):
+            # no request of any op, a search's included, is read from JSON that is no object
+            raise Invalid(f"args must be an object, got {args!r}")
         return run(state, args, now)
     except Invalid as error:
         reached(f"{spec_id}.invalid")

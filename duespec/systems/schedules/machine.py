@@ -38,6 +38,7 @@ from duespec.systems.schedules.ops import (
     LAST_YEAR,
     LAST_YEAR_ROLLOVER,
     MATRIX,
+    MATRIX_BLOCKS,
     MAX_OWED_PER_JUMP,
     MAX_PROMISES_PER_RUN,
     NEAR_MISS_IDS,
@@ -59,6 +60,7 @@ from duespec.systems.schedules.ops import (
     cron_expressions,
     cron_regimes,
     instant_regimes,
+    malformed,
     pool,
     well_formed,
 )
@@ -137,6 +139,10 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
                 + 3 * STARTING_WORK.index(work) + 5 * TTLS.index(ttl))
         self.sends_each_edge_of_one_field(fields[pick % len(fields)])
         self.sends_a_malformed_now_to_every_op(pick)
+        # the draws as one number in mixed radix: unlike `pick`, every combination its own
+        draws = (((STARTS.index(start) * len(RETRY_TIMEOUTS) + RETRY_TIMEOUTS.index(retry_timeout))
+                  * len(STARTING_WORK) + STARTING_WORK.index(work)) * len(TTLS) + TTLS.index(ttl))
+        self.sends_a_block_of_the_malformation_matrix(draws % len(MATRIX_BLOCKS))
         self.some_work_to_start_with(work, ttl)
 
     def sends_each_edge_of_one_field(self, field: str) -> None:
@@ -183,6 +189,23 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
                 self.act(op, well_formed(op, saved))
         finally:
             self.now = saved
+
+    def sends_a_block_of_the_malformation_matrix(self, block: int) -> None:
+        """SR-06: one block of the matrix's other cells, each a request that only its one
+        malformed field (an argument in one of its forms, `args` that are no object, a key
+        missing or extra) makes a 400, or a search's 501, the block chosen from the
+        opening's draws: over a campaign's openings every op gets every malformation of
+        each of its arguments (the coverage report's grid). Part of the opening with no
+        draw of its own, as the `now` cells above, for the same reason: every later draw
+        and step of the run stays as it was (as a drawn rule, the matrix moved the rest
+        of a default campaign, which then missed required branches). It names no op in
+        its source (duespec.campaigns.scope reads that): a cell whose op the campaign
+        leaves out is not sent."""
+        for op, field, form in MATRIX_BLOCKS[block]:
+            if op in self.excluded_ops:
+                continue
+            reached(MATRIX.tag(op, field, form))
+            self.act(op, malformed(op, field, form, self.now))
 
     def start_clock(self, start: int, retry_timeout: int | None) -> None:
         config = {key: value for key, value in self.config.items() if key != "retry_timeout"}
