@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as error:
         if debug:
             raise
+        if isinstance(error, BrokenPipeError):
+            # Python would flush the closed stdout again at exit and print a second error.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print(f"duespec {args.command}: {explain(error)}", file=sys.stderr, flush=True)
         # Each command closes its targets in `finally` blocks on the way out.
         return EXIT_INTERRUPTED if isinstance(error, KeyboardInterrupt) else EXIT_USAGE
@@ -145,6 +148,9 @@ def explain(error: BaseException) -> str:
         return "out of memory (see docs/limits.md for the sizes duespec accepts)"
     if isinstance(error, RecursionError):
         return "input nested too deeply (see docs/limits.md)"
+    if isinstance(error, BrokenPipeError):
+        return ("standard output was closed before the whole report was written (broken pipe: "
+                "its reader, such as `head`, stopped early); a report cut short is no verdict")
     if isinstance(error, OSError):
         where = f" {error.filename!r}"[:200] if error.filename else ""
         return f"cannot use{where}: {error.strerror or error}"

@@ -627,6 +627,24 @@ def test_an_interrupted_replay_exits_130_and_leaves_no_partial_file(tmp_path: Pa
     assert not list(tmp_path.rglob("*.partial"))
 
 
+def test_a_reader_that_stops_early_gets_no_verdict_and_no_traceback(tmp_path: Path) -> None:
+    """`duespec check ... | head -1` under `set -o pipefail`: the campaign HOLDS, but its
+    report could not be written whole, so the gate must not exit 0."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before duespec writes its first line
+    try:
+        result = subprocess.run([sys.executable, "-m", "duespec", "check", "duebook", "--examples", "5"],
+                                cwd=tmp_path, env=env, stdout=writer, stderr=subprocess.PIPE, text=True,
+                                timeout=120)
+    finally:
+        os.close(writer)
+    assert result.returncode == 2, result.stderr
+    assert "broken pipe" in result.stderr and "no verdict" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
 @pytest.mark.parametrize("shape", ["array-line", "itf-document", "deep-line", "itf-under-limit"])
 def test_big_inputs_stay_under_one_gib(tmp_path: Path, shape: str) -> None:
     """50 MB inputs are refused by documented limit, and an ITF document just under its
