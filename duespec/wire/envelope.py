@@ -66,13 +66,12 @@ FENCE_KINDS = {"create": "promise.create", "settle": "promise.settle"}
 FENCE_OPS = {kind: op for op, kind in FENCE_KINDS.items()}
 #: Op -> the status of its answers that carry the deployed server's `preload` (promises it
 #: sends ahead: task.suspend's 300 is the "redirect" that carries them). duespec's model has
-#: none (no handler at 83d64c3 fills it), so it is always `[]` here.
+#: none (no handler at 83d64c3 fills it), so it is always `[]` here. These are the ops whose
+#: Lean response type declares `preload : List PromiseRecord := []` (types.lean at 83d64c3:
+#: TaskCreateRes, TaskAcquireRes, TaskFenceRes, TaskSuspendRes) whatever the status, so an
+#: empty one read back from any of their answers is that default (resonate-pg writes it on
+#: task.suspend's 200 too), and reading drops it.
 PRELOADING = {"task.create": 200, "task.acquire": 200, "task.fence": 200, "task.suspend": 300}
-#: The ops whose Lean response type declares `preload : List PromiseRecord := []` (types.lean
-#: at 83d64c3: TaskCreateRes, TaskAcquireRes, TaskFenceRes, TaskSuspendRes), whatever the
-#: status: an empty one is that default, and a server may write it on any answer that
-#: carries data (resonate-pg writes it on task.suspend's 200 too). Reading an answer drops it.
-LEAN_PRELOAD_OPS = frozenset(PRELOADING)
 
 
 class WireError(Exception):
@@ -474,7 +473,7 @@ def op_response(op: str, status: int, data: Json) -> dict[str, Json]:
             out[key] = [schedule_from_wire(s) for s in value] if isinstance(value, list) else value
         elif key == "action":
             out[key] = _fence_answer_from_wire(value)
-        elif key != "cursor" and not (key == "preload" and value == [] and op in LEAN_PRELOAD_OPS):
+        elif key != "cursor" and not (key == "preload" and value == [] and op in PRELOADING):
             out[key] = value
     if "schedules" in data or "cursor" in data:  # a page: its cursor is null when left out
         out["cursor"] = data.get("cursor")
