@@ -43,6 +43,10 @@ unpartitioned verdicts on generated histories.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
+import random
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -74,6 +78,14 @@ _MAX_REACHED = 2000
 _CULPRIT_TRIES = 8
 #: How often (in search nodes) the budget's deadline is read.
 _CLOCK_EVERY = 256
+#: Default cap on the memory one search's memo may hold (bytes, as estimated below): past
+#: it the verdict is unknown, whatever time is left (docs/linearize.md, "Memory").
+DEFAULT_MAX_MEMORY = 512 * 1024 * 1024
+#: Bytes a visited configuration costs beside its placed-set and its state key: the memo
+#: entry (a tuple in a dict), the entries the step made (a promise or task and their
+#: values), the model target and the frame that explored it. Measured with tracemalloc
+#: (tests/test_linearize.py keeps the estimate above what is really held).
+_ENTRY_BYTES = 1200
 _INF = float("inf")
 
 
@@ -227,7 +239,7 @@ class _Search:
     """One WGL search over one part of a history (its calls sorted by call instant)."""
 
     def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
-                 clock: str, max_timer_lag: int, budget: _Budget):
+                 clock: str, max_timer_lag: int, budget: _Budget, max_memory: float = _INF):
         order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
         self.events = [events[i] for i in order]
         self.indices = [indices[i] for i in order]
@@ -240,20 +252,41 @@ class _Search:
         self.lo_ms = [e.call_ms for e in self.events]
         self.hi_ms = [e.return_ms if e.outcome == "ok" else _INF for e in self.events]
         self.full = (1 << n) - 1
+        self.bits = [1 << i for i in range(n)]
+        # A placed set's memo hash, kept as the XOR of a random word per call placed. An
+        # int's own hash is its value mod 2^61-1, under which the sets a search makes (runs
+        # of calls) collide in bulk: 2^k and 2^(k+61) hash alike. Unknown outcomes add
+        # nothing (the memo keys on the calls of known outcome placed).
+        draw = random.Random(n)
+        self.zobrist = [draw.getrandbits(62) if e.outcome == "ok" else 0 for e in self.events]
+        # Unknown outcomes: never needed in a linearization (unplaced is "never happened").
+        self.unknown = [i for i in range(n) if self.events[i].outcome != "ok"]
+        self.unknown_mask = sum(self.bits[i] for i in self.unknown)
+        self.ok_mask = self.full & ~self.unknown_mask
+        # The smallest return (ms) of the calls from i on: bounds a real-clock step's instant.
+        self.suffix_hi: list[float] = [_INF] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            self.suffix_hi[i] = min(self.hi_ms[i], self.suffix_hi[i + 1])
         self.states = 0
+        #: The memo's estimated size (bytes) and its cap; "memory" in `limit` when it stopped the search.
+        self.memory, self.max_memory = 0, max_memory
+        self.limit: str | None = None
         #: A cap on states explored (shrinking's quick checks); past it the search is unknown.
         self.max_states: float = _INF
         self._instants: dict[bytes, list[int]] = {}
         # Instants any call of this part names: one call's hidden `now` may show only in
         # another's answer (a stored createdAt, read back by a later get).
-        self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _scalars(v, int)})
+        self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _scalars(v, int)}
+                             ) if clock == "real" else []
 
     def fresh(self) -> Any:
         target = self.factory()
         target.reset(self.config)
         return target
 
-    def key(self, target: Any) -> bytes:
+    def key(self, target: Any) -> Any:
+        if self.hooks.state_key is not None:
+            return self.hooks.state_key(target)
         return orjson.dumps(target.observe())
 
     def step(self, target: Any, i: int, now: int) -> tuple[Any, dict[str, Json] | None, bool]:
@@ -270,16 +303,38 @@ class _Search:
 
     def window(self, placed: int) -> list[int]:
         """Calls that may go next: unplaced ones called before every unplaced call returned."""
-        out, bound = [], _INF
-        for i in range(len(self.events)):
-            if placed >> i & 1:
-                continue
-            if self.call_ns[i] > bound:
+        return self._window(placed)[0]
+
+    def _window(self, placed: int) -> tuple[list[int], float]:
+        """The window, and the smallest return (ms) of the calls left (a real-clock bound).
+
+        The scan starts at the first unplaced call of known outcome (every call before it
+        is placed or may never happen) and stops at the first call made after the window's
+        bound: no call after that one can have been placed (it was never in a window), so
+        the rest of the history bounds the return by its suffix minimum. Unknown outcomes
+        never bound the window (they never returned) and join it once called."""
+        x = placed | self.unknown_mask
+        lo = ((x + 1) & ~x).bit_length() - 1
+        call_ns, ret_ns, bits, n = self.call_ns, self.ret_ns, self.bits, len(self.events)
+        out, bound, end, min_hi = [], _INF, n, _INF
+        for i in range(lo, n):
+            if call_ns[i] > bound:
+                end = i
                 break
+            if x & bits[i]:
+                continue
             out.append(i)
-            if self.ret_ns[i] < bound:
-                bound = self.ret_ns[i]
-        return [i for i in out if self.call_ns[i] <= bound]
+            if ret_ns[i] < bound:
+                bound = ret_ns[i]
+            if self.hi_ms[i] < min_hi:
+                min_hi = self.hi_ms[i]
+        window = [i for i in out if call_ns[i] <= bound]
+        for u in self.unknown:
+            if call_ns[u] > bound:
+                break
+            if not placed & bits[u]:
+                window.append(u)
+        return window, min(min_hi, self.suffix_hi[end])
 
     def instants(self, target: Any, key: bytes, i: int, clock: float, hi: float) -> list[int]:
         """Under the real clock, the instants worth trying for call i: its earliest possible
@@ -314,13 +369,12 @@ class _Search:
         out.update(self._named[start:end])
         return sorted(int(t) for t in out)
 
-    def choices(self, placed: int, target: Any, key: bytes, clock: float) -> Iterator[tuple[int | None, int]]:
-        window = self.window(placed)
+    def choices(self, placed: int, target: Any, key: Any, clock: float) -> Iterator[tuple[int | None, int]]:
+        window, min_hi = self._window(placed)
         if self.clock == "pinned":
             for i in window:
                 yield i, self.events[i].now
             return
-        min_hi = min((self.hi_ms[i] for i in range(len(self.events)) if not placed >> i & 1), default=_INF)
         due = self.hooks.next_timer(target.observe()) if self.hooks.tick else None
         for i in window:
             for now in self.instants(target, key, i, clock, min(self.hi_ms[i], min_hi)):
@@ -341,28 +395,47 @@ class _Search:
     def run(self) -> _Result:
         root = self.fresh()
         clock0: float = -_INF if self.clock == "real" else 0
-        seen: set[tuple[int, bytes, float]] = set()
+        # The memo: (calls of known outcome placed, state, clock) -> the sets of unknown
+        # outcomes placed with it. A configuration is explored only when no earlier one
+        # with the same calls, state and clock placed a subset of its unknown outcomes:
+        # an unknown outcome left unplaced may still happen or never, so fewer placed is
+        # at least as free (without it, n unknown settles that change nothing would make
+        # 2^n configurations of one state).
+        seen: dict[tuple[int, Any, float], Any] = {}
         root_key = self.key(root)
+        seen[(0, 0, root_key, clock0)] = [0] if self.unknown else None
+        ok_mask, unknown_mask, bits, zobrist = self.ok_mask, self.unknown_mask, self.bits, self.zobrist
+        entry_bytes = _ENTRY_BYTES + sys.getsizeof(self.full)
         # frame: (placed bits, target, key, clock, iterator of choices)
-        stack = [(0, root, root_key, clock0, self.choices(0, root, root_key, clock0))]
+        stack = [(0, 0, root, root_key, clock0, self.choices(0, root, root_key, clock0))]
         path: list[Placed] = []
+        # The deepest prefix (most calls placed): its length in `path`, copied out of
+        # `path` only when the search backs up from it or stops (a copy at every new
+        # depth would cost the history's length at every step).
         best: list[Placed] = []
         best_target = root
+        best_length, best_copied = 0, True
         count_placed = 0
         best_count = -1
+        key_bytes = sys.getsizeof(root_key)
         tick_count = 0
         self.reached = {root_key: (root, clock0)}
         while stack:
-            placed, target, key, clock, choices = stack[-1]
-            if placed == self.full:
+            placed, zob, target, key, clock, choices = stack[-1]
+            if placed & ok_mask == ok_mask:
                 return _Result("linearizable", self.states, list(path), target)
             tick_count += 1
             if tick_count >= _CLOCK_EVERY:
                 tick_count = 0
-                if self.budget.out() or self.states > self.max_states:
-                    return _Result("unknown", self.states, best, best_target)
+                stop = self.memory > self.max_memory or self.budget.out() or self.states > self.max_states
+                if stop:
+                    self.limit = "memory" if self.memory > self.max_memory else None
+                    return _Result("unknown", self.states, best if best_copied else path[:best_length],
+                                   best_target)
             choice = next(choices, False)
             if choice is False:
+                if not best_copied:
+                    best, best_copied = path[:best_length], True
                 stack.pop()
                 if path:
                     gone = path.pop()
@@ -373,29 +446,43 @@ class _Search:
             if i is None:
                 fork = self.hooks.fork(target)
                 answer = fork.step(self.hooks.tick, {}, now)
-                new_placed = placed
+                new_placed, new_zob = placed, zob
             else:
                 fork, answer, agrees = self.step(target, i, now)
                 if not agrees:
                     continue
-                new_placed = placed | (1 << i)
+                new_placed, new_zob = placed | bits[i], zob ^ zobrist[i]
             new_key = self.key(fork)
             new_clock = now if self.clock == "real" else 0
-            memo = (new_placed, new_key, new_clock)
-            if memo in seen:
-                continue
-            seen.add(memo)
+            if unknown_mask:
+                unknowns = new_placed & unknown_mask
+                memo = (new_zob, new_placed & ok_mask, new_key, new_clock)
+                earlier = seen.get(memo)
+                if earlier is not None and any(not u & ~unknowns for u in earlier):
+                    continue
+                if earlier is None:
+                    seen[memo] = [unknowns]
+                else:
+                    earlier.append(unknowns)
+            else:
+                memo = (new_zob, new_placed, new_key, new_clock)
+                if memo in seen:
+                    continue
+                seen[memo] = None
             self.states += 1
+            if not self.states & 63:
+                key_bytes = sys.getsizeof(new_key)  # sampled: states of one search are alike in size
+            self.memory += entry_bytes + key_bytes
             if len(self.reached) < _MAX_REACHED:
                 self.reached.setdefault(new_key, (fork, new_clock))
             path.append(Placed(None if i is None else self.indices[i], now, answer))
             if i is not None:
                 count_placed += 1
                 if count_placed > best_count:
-                    best_count, best, best_target = count_placed, list(path), fork
-            stack.append((new_placed, fork, new_key, new_clock,
+                    best_count, best_length, best_copied, best_target = count_placed, len(path), False, fork
+            stack.append((new_placed, new_zob, fork, new_key, new_clock,
                           self.choices(new_placed, fork, new_key, new_clock)))
-        return _Result("not linearizable", self.states, best, best_target)
+        return _Result("not linearizable", self.states, best if best_copied else path[:best_length], best_target)
 
     def justification(self, need: dict[int, int] | None = None) -> dict[int, int] | None:
         """How well the model can give each call's recorded answer, at any model state the
@@ -535,13 +622,30 @@ def partitions(events: list[Event], hooks: Concurrency) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while searching: a search allocates a memo entry,
+    a fork and a frame per step and frees them only at its end, and the collector's
+    passes over that growing heap cost more than the search (measured: a third of the CPU
+    of a 10,000-call search). The search makes no reference cycles: what it drops is
+    freed by reference counting."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
             lag: int, budget: _Budget, max_states: float = _INF) -> tuple[_Result, _Search]:
     search = _Search(events, indices, system, config, clock, lag, budget)
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
-    return search.run(), search
+    with _collector_paused():
+        return search.run(), search
 
 
 def _config_of(history: History, profile: str | None) -> dict[str, Json]:

@@ -12,8 +12,13 @@ system (duespec/systems is the only place that knows one):
   never meet can be checked apart (P-compositionality); None means "possibly all of
   it", which puts the call in every part and so stops partitioning.
 - `timers` and `tick`: the instants at which the model's state has a timeout due, and
-  the op that fires what is due, so that under the real clock the search can place the
-  server's background timeouts as internal steps.
+  the op that fires what is due, so that the search can place the server's background
+  timeouts as internal steps.
+- `state_key`: a model target's state as a hashable value, equal exactly when the states
+  are, and cheap: the search's memo holds one per configuration it visits, so a key
+  that serialises the whole state (the default, the observed state as JSON bytes) costs
+  both time and memory. `sys.getsizeof` of a key is what the search counts against its
+  memory cap, so a key that shares the state's parts says their size.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 Json = Any
 
@@ -40,6 +45,8 @@ class Concurrency:
     #: The op (args {}) that fires every timeout due at its `now`, or None if the system has
     #: no background timeouts.
     tick: str | None
+    #: A model target -> its state as a hashable memo key (None: the observed state's JSON).
+    state_key: Callable[[Any], Hashable] | None = None
 
 
 def concurrency_of(system: str) -> Concurrency:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from duespec.model import schedules as model
 from duespec.systems.concurrent import Concurrency, template_pattern
 from duespec.systems.schedules.adapter import ModelTarget
@@ -14,13 +16,57 @@ def fork_model(target: ModelTarget) -> ModelTarget:
     replaces an entry rather than editing it, so sharing the values is safe."""
     assert target.state is not None, "reset() first"
     s = target.state
-    copy = ModelTarget()
-    copy.state = model.ServerState(
-        config=s.config, promises=dict(s.promises), tasks=dict(s.tasks), schedules=dict(s.schedules),
-        promise_timeouts=dict(s.promise_timeouts), task_timeouts=dict(s.task_timeouts),
-        schedule_timeouts=dict(s.schedule_timeouts), outbox=dict(s.outbox))
-    copy.observed = target.observed
+    # Built without the dataclasses' __init__: a search forks at every step it tries.
+    state = object.__new__(model.ServerState)
+    state.__dict__.update(
+        config=s.config, promises=s.promises.copy(), tasks=s.tasks.copy(), schedules=s.schedules.copy(),
+        promise_timeouts=s.promise_timeouts.copy(), task_timeouts=s.task_timeouts.copy(),
+        schedule_timeouts=s.schedule_timeouts.copy(), outbox=s.outbox.copy())
+    copy = object.__new__(ModelTarget)
+    copy.__dict__.update(target.__dict__)
+    copy.state = state
     return copy
+
+
+class StateKey:
+    """A schedules state as a memo key: its collections, compared as they are.
+
+    The dicts are the state's own (a search never steps a target whose key it kept: it
+    steps forks), so a key costs no copy. Two keys are equal when the states are (dict
+    equality, the entries frozen dataclasses compared field by field, shared entries by
+    identity first); the hash takes the fields of each entry that are hashable and that
+    the ops move (a promise's state and settledAt, a task's every field, every timeout),
+    so unequal states seldom collide."""
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, s: model.ServerState):
+        self.parts = (s.promises, s.tasks, s.schedules, s.promise_timeouts, s.task_timeouts,
+                      s.schedule_timeouts, s.outbox)
+        self._hash = hash((
+            frozenset((p.id, p.state, p.settled_at, p.timeout_at, p.callbacks, p.listeners)
+                      for p in s.promises.values()),
+            frozenset(s.tasks.values()),
+            frozenset((c.id, c.next_run_at, c.last_run_at) for c in s.schedules.values()),
+            frozenset(s.promise_timeouts.items()), frozenset(s.task_timeouts.items()),
+            frozenset(s.schedule_timeouts.items()), frozenset(s.outbox)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is StateKey and self._hash == other._hash
+                                 and self.parts == other.parts)
+
+    def __sizeof__(self) -> int:
+        """The dicts this key keeps alive (their entries are shared between states, and
+        each step makes a few new ones: counted by the search per configuration)."""
+        return object.__sizeof__(self) + sum(sys.getsizeof(part) for part in self.parts)
+
+
+def state_key(target: ModelTarget) -> StateKey:
+    assert target.state is not None, "reset() first"
+    return StateKey(target.state)
 
 
 def _ids(value: Json, field: str) -> list[str]:
@@ -97,4 +143,4 @@ def next_timer(observed: dict[str, Json]) -> int | None:
 
 
 CONCURRENCY = Concurrency(fork=fork_model, keys=concurrent_keys, links=concurrent_links,
-                          next_timer=next_timer, tick="tick")
+                          next_timer=next_timer, tick="tick", state_key=state_key)
