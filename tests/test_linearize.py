@@ -360,7 +360,8 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     for args, words in ((["--system", "duebook"], "give --system schedules"),
                         (["--system", "schedules", "--budget", "-1"], "--budget"),
                         (["--system", "schedules", "--profile", "nope"], "no profile 'nope'"),
-                        (["--system", "schedules", "--max-events", "0"], "--max-events")):
+                        (["--system", "schedules", "--max-events", "0"], "--max-events"),
+                        (["--system", "schedules", "--max-memory", "0"], "--max-memory")):
         run = duespec("linearize", path, *args)
         assert run.returncode == 2 and words in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
     run = duespec("linearize", str(tmp_path / "missing.ndjson"), "--system", "schedules")
@@ -490,3 +491,70 @@ def test_render_html_for_a_linearizable_verdict_has_no_counterexample() -> None:
     verdict = check_history(generate(seed=1, ops=10))
     text = render_html(verdict)
     assert 'data-status="linearizable"' in text and "swimlanes" not in text
+
+
+# ---- memory, unknown outcomes ---------------------------------------------------------------
+
+def hot_and_wrong(calls: int = 200) -> History:
+    """`calls` calls of as many clients on one id, all overlapping, one read's answer one
+    no order gives: the search must exhaust the orders of the others to say so."""
+    history = generate(seed=1, clients=calls, ops=calls, keys=1, max_call_ms=2000, with_schedules=False)
+    events = list(history.events)
+    at = next(k for k, e in enumerate(events) if e.op == "promise.get" and e.response["status"] == 200)
+    answer = copy.deepcopy(events[at].response)
+    answer["promise"]["state"] = "rejected_canceled"
+    events[at] = Event(**{**events[at].__dict__, "response": answer})
+    return History(history.header, events)
+
+
+def test_the_memory_cap_stops_a_search_that_time_would_not_and_holds() -> None:
+    """200 calls on one id, all overlapping: the search's memo is what grows. Under an 8 MiB
+    cap the verdict is unknown, says the cap stopped it, and the memory really held by the
+    search (tracemalloc) stays under the cap."""
+    import tracemalloc
+
+    history = hot_and_wrong()
+    cap = 8 * 2**20
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        verdict = check_history(history, budget=600, shrink=False, max_memory=cap)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert verdict.status == "unknown" and verdict.limit == "memory", describe(verdict)
+    assert peak < cap, f"the search held {peak / 2**20:.1f} MiB under a cap of {cap / 2**20:.0f} MiB"
+    assert verdict.progress is not None and verdict.progress[0] > 0
+    text = describe(verdict)
+    assert "memory cap of 8 MiB" in text and "not a pass" in text
+
+
+def test_unknown_settles_that_change_nothing_do_not_multiply_the_search() -> None:
+    """A create, then 40 settles of the promise whose outcome nobody saw, all at once, and
+    one read that saw the 38th settle's value. Either way each settle went is allowed,
+    and the settles after the first change nothing: the search must decide, not run out."""
+    model = get_system("schedules").model()
+    model.reset(CONFIG)
+    create_args = {"id": "x", "timeoutAt": T + 10 * MINUTE, "param": VALUE, "tags": {}}
+    created = model.step("promise.create", create_args, T)
+    settles = [{"id": "x", "state": ("resolved", "rejected")[n % 2], "value": {"headers": {}, "data": str(n)}}
+               for n in range(40)]
+    model.step("promise.settle", settles[37], T + 50 + 37)
+    seen = model.step("promise.get", {"id": "x"}, T + 200)
+    events = [Event("a", "promise.create", create_args, T * NS, (T + 2) * NS, T, T + 2, "ok", created, T)]
+    for n, args in enumerate(settles):
+        at = T + 50 + n
+        events.append(Event(f"s{n}", "promise.settle", args, at * NS, (at + 1) * NS, at, at + 1, "unknown", None, at))
+    events.append(Event("r", "promise.get", {"id": "x"}, (T + 200) * NS, (T + 201) * NS, T + 200, T + 201, "ok",
+                        seen, T + 200))
+    events.sort(key=lambda e: (e.return_ns, e.call_ns))
+    history = History(HistoryHeader("schedules", "pinned", CONFIG), events)
+    verdict = check_history(history, budget=60)
+    assert verdict.status == "linearizable", describe(verdict)
+    assert verdict.states < 10_000
+    # The read's answer names a settle none could give (data "40"): not linearizable, decided.
+    wrong = copy.deepcopy(seen)
+    wrong["promise"]["value"]["data"] = "40"
+    events[-1] = Event(**{**events[-1].__dict__, "response": wrong})
+    verdict = check_history(History(history.header, events), budget=60, shrink=False)
+    assert verdict.status == "not linearizable", describe(verdict)

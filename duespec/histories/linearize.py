@@ -80,12 +80,12 @@ _CULPRIT_TRIES = 8
 _CLOCK_EVERY = 256
 #: Default cap on the memory one search's memo may hold (bytes, as estimated below): past
 #: it the verdict is unknown, whatever time is left (docs/linearize.md, "Memory").
-DEFAULT_MAX_MEMORY = 512 * 1024 * 1024
+DEFAULT_MAX_MEMORY = 512 * 2**20
 #: Bytes a visited configuration costs beside its placed-set and its state key: the memo
 #: entry (a tuple in a dict), the entries the step made (a promise or task and their
 #: values), the model target and the frame that explored it. Measured with tracemalloc
 #: (tests/test_linearize.py keeps the estimate above what is really held).
-_ENTRY_BYTES = 1200
+_ENTRY_BYTES = 800
 _INF = float("inf")
 
 
@@ -197,6 +197,10 @@ class Verdict:
     max_timer_lag: int
     #: Under unknown: the most calls any search managed to place, and in how large a part.
     progress: tuple[int, int] | None = None
+    #: Under unknown, what stopped the search: "budget" (time) or "memory" (--max-memory).
+    limit: str | None = None
+    #: The memory cap each search had (bytes).
+    max_memory: int = DEFAULT_MAX_MEMORY
     counterexample: Counterexample | None = None
     history_events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -210,15 +214,19 @@ class Verdict:
                 "clock": self.clock, "config": self.config, "events": self.events,
                 "partitions": self.partitions, "decided": self.decided, "states": self.states,
                 "seconds": round(self.seconds, 6), "max_timer_lag": self.max_timer_lag,
-                "progress": list(self.progress) if self.progress else None,
+                "progress": list(self.progress) if self.progress else None, "limit": self.limit,
+                "max_memory": self.max_memory,
                 "counterexample": self.counterexample.to_json() if self.counterexample else None,
                 "notes": self.notes}
 
 
 class _Budget:
-    def __init__(self, seconds: float | None):
+    """Seconds for a run of searches, and the memory cap each of them has (bytes)."""
+
+    def __init__(self, seconds: float | None, max_memory: float = DEFAULT_MAX_MEMORY):
         self.deadline = _INF if seconds is None else time.monotonic() + seconds
         self.spent = seconds is not None and seconds <= 0
+        self.max_memory = max_memory
 
     def out(self) -> bool:
         if not self.spent and time.monotonic() >= self.deadline:
@@ -640,7 +648,7 @@ def _collector_paused() -> Iterator[None]:
 
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
             lag: int, budget: _Budget, max_states: float = _INF) -> tuple[_Result, _Search]:
-    search = _Search(events, indices, system, config, clock, lag, budget)
+    search = _Search(events, indices, system, config, clock, lag, budget, budget.max_memory)
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
@@ -662,10 +670,11 @@ def _config_of(history: History, profile: str | None) -> dict[str, Json]:
 
 def check_history(history: History, *, profile: str | None = None, budget: float | None = None,
                   max_timer_lag: int = DEFAULT_MAX_TIMER_LAG, partition: bool = True,
-                  shrink: bool = True) -> Verdict:
+                  shrink: bool = True, max_memory: int = DEFAULT_MAX_MEMORY) -> Verdict:
     """The verdict on a history: linearizable, not linearizable (with a shrunk
-    counterexample), or unknown when `budget` seconds ran out first (saying how far the
-    search got). `partition=False` checks the whole history in one search (for tests)."""
+    counterexample), or unknown when `budget` seconds ran out first, or a search's memo
+    grew past `max_memory` bytes (saying how far the search got). `partition=False`
+    checks the whole history in one search (for tests)."""
     started = time.monotonic()
     system, clock = history.header.system, history.header.clock
     config = _config_of(history, profile)
@@ -675,11 +684,11 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     finally:
         getattr(fresh, "close", lambda: None)()
     events = history.events
-    clock_budget = _Budget(budget)
+    clock_budget = _Budget(budget, max_memory)
     hooks = concurrency_of(system)
     parts = partitions(events, hooks) if partition else ([list(range(len(events)))] if events else [])
     parts.sort(key=len)
-    states, decided, progress, failing = 0, 0, None, None
+    states, decided, progress, failing, limit = 0, 0, None, None, None
     for part in parts:
         result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
                                  clock_budget)
@@ -693,20 +702,21 @@ def check_history(history: History, *, profile: str | None = None, budget: float
             placed = sum(1 for p in result.best if p.call is not None)
             if progress is None or placed > progress[0]:
                 progress = (placed, len(part))
+            limit = limit if limit == "memory" else (search.limit or "budget")
     verdict = Verdict("linearizable", system, clock, config, len(events), len(parts), decided, states,
-                      0.0, max_timer_lag, history_events=events)
+                      0.0, max_timer_lag, history_events=events, max_memory=max_memory)
     if failing is not None:
         verdict.status, verdict.progress = "not linearizable", None
         part, result, search = failing
         if shrink:
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
-                budget=budget, blocked=search.stuck(result).call)
+                budget=budget, blocked=search.stuck(result).call, max_memory=max_memory)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
     elif progress is not None or decided < len(parts):
-        verdict.status, verdict.progress = "unknown", progress or (0, 0)
+        verdict.status, verdict.progress, verdict.limit = "unknown", progress or (0, 0), limit or "budget"
     if history.truncated:
         verdict.notes.append("the history's last line was cut short; the calls before it were checked")
     verdict.seconds = time.monotonic() - started
@@ -715,7 +725,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
                           clock: str, lag: int, *, budget: float | None,
-                          blocked: int | None = None) -> Counterexample:
+                          blocked: int | None = None, max_memory: int = DEFAULT_MAX_MEMORY) -> Counterexample:
     """Drop calls while what is left stays a faithful counterexample; then check that
     removing any one call of what is left does not (minimality).
 
@@ -739,7 +749,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     not place) returned are cut, if what is left still fails: the search never got past
     that call, so they cannot matter to why it failed."""
     events = history.events
-    overall = _Budget(budget)
+    overall = _Budget(budget, max_memory)
     checks = 0
     start = list(part)
     if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
@@ -893,7 +903,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             roles[index] = "removable" if outcome == "counterexample" else "undecided"
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
-    final_budget = _Budget(None if budget is None else max(budget, 5.0))
+    final_budget = _Budget(None if budget is None else max(budget, 5.0), max_memory)
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
     return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,
                           violation)

@@ -22,6 +22,9 @@ DEFAULT_BUDGET = 60.0
 #: memory. 250,000 events are about 250 MB of parsed history; --max-events raises it up to
 #: the format's own limit (1,000,000).
 MAX_CHECK_EVENTS = 250_000
+#: Default --max-memory, MiB: what one search's memo may hold before the verdict is unknown
+#: (duespec.histories.linearize.DEFAULT_MAX_MEMORY, said here so --help needs no search).
+DEFAULT_MAX_MEMORY_MIB = 512
 
 
 def budget_seconds(text: str) -> float:
@@ -45,6 +48,17 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def memory_mib(text: str) -> int:
+    """argparse type for --max-memory: whole MiB, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of MiB, got {text[:40]!r}") from None
+    if not 1 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {1 << 20:,} MiB, got {value:,}")
+    return value
+
+
 def load(path: str, system: str | None, max_events: int) -> History:
     """A duespec history or a Resonate valid/ trace or .history capture, checked for `system`."""
     from duespec.exits import UsageError
@@ -64,7 +78,8 @@ def load(path: str, system: str | None, max_events: int) -> History:
 
 
 def judge(history: History, *, source: str, profile: str | None, budget: float, max_timer_lag: int,
-          html_path: str | None = None, json_path: str | None = None, out=None) -> int:
+          html_path: str | None = None, json_path: str | None = None, out=None,
+          max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB) -> int:
     """Check, print the verdict, write the reports; the exit code. Shared with `duespec stress`."""
     from duespec.exits import UsageError
     from duespec.histories.linearize import check_history
@@ -73,7 +88,8 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
 
     out = out or sys.stdout
     try:
-        verdict = check_history(history, profile=profile, budget=budget, max_timer_lag=max_timer_lag)
+        verdict = check_history(history, profile=profile, budget=budget, max_timer_lag=max_timer_lag,
+                                max_memory=max_memory_mib * 2**20)
     except ValueError as error:  # a profile or config the model refuses
         raise UsageError(f"{source}: {error}") from None
     # The files first: a closed stdout (a pipe into `head`) must not cost the reports.
@@ -96,7 +112,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--html and --json name the same file; give each report its own")
     history = load(args.history, args.system, args.max_events)
     return judge(history, source=args.history, profile=args.profile, budget=args.budget,
-                 max_timer_lag=args.max_timer_lag, html_path=args.html, json_path=args.json)
+                 max_timer_lag=args.max_timer_lag, html_path=args.html, json_path=args.json,
+                 max_memory_mib=args.max_memory)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -121,6 +138,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-timer-lag", type=_non_negative, default=DEFAULT_MAX_TIMER_LAG, metavar="MS",
                         help=f"real clock: how late the server may fire a due timeout "
                              f"(default {DEFAULT_MAX_TIMER_LAG})")
+    parser.add_argument("--max-memory", type=memory_mib, default=DEFAULT_MAX_MEMORY_MIB, metavar="MIB",
+                        help=f"cap on what one search may hold, in MiB (default {DEFAULT_MAX_MEMORY_MIB}); past "
+                             f"it the verdict is unknown (exit 3), whatever budget is left")
     parser.add_argument("--max-events", type=int, default=MAX_CHECK_EVENTS, metavar="N",
                         help=f"refuse a history of more events, before reading the rest (default "
                              f"{MAX_CHECK_EVENTS:,}; at most 1,000,000)")

@@ -118,6 +118,12 @@ def _summary(verdict: Verdict) -> str:
             + ")")
 
 
+def _why_unknown(verdict: Verdict) -> str:
+    if verdict.limit == "memory":
+        return f"a search reached the memory cap of {verdict.max_memory / 2**20:,.0f} MiB (--max-memory)"
+    return "the budget ran out"
+
+
 def describe(verdict: Verdict) -> str:
     """The verdict as terminal text: one line when linearizable, a timeline when not."""
     lines: list[str] = []
@@ -125,7 +131,7 @@ def describe(verdict: Verdict) -> str:
         lines.append(f"LINEARIZABLE: an order of the calls explains every answer: {_summary(verdict)}")
     elif verdict.status == "unknown":
         placed, size = verdict.progress or (0, 0)
-        lines.append(f"UNKNOWN (the budget ran out before a verdict; this is not a pass): {_summary(verdict)}; "
+        lines.append(f"UNKNOWN ({_why_unknown(verdict)} before a verdict; this is not a pass): {_summary(verdict)}; "
                      f"{verdict.decided:,} of {verdict.partitions:,} parts decided linearizable; the deepest "
                      f"search of an undecided part placed {placed:,} of its {size:,} calls")
     else:
@@ -232,7 +238,7 @@ def render_html(verdict: Verdict, source: str = "") -> str:
     if cx is None:
         if verdict.status == "unknown":
             placed, size = verdict.progress or (0, 0)
-            parts.append(f"<p>The budget ran out: {verdict.decided} of {verdict.partitions} parts decided; the "
+            parts.append(f"<p>{_e(_why_unknown(verdict).capitalize())}: {verdict.decided} of {verdict.partitions} parts decided; the "
                          f"deepest search of an undecided part placed {placed} of its {size} calls. Unknown is "
                          f"not a pass.</p>")
         parts.append("</body></html>")
