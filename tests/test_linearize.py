@@ -558,3 +558,109 @@ def test_unknown_settles_that_change_nothing_do_not_multiply_the_search() -> Non
     events[-1] = Event(**{**events[-1].__dict__, "response": wrong})
     verdict = check_history(History(history.header, events), budget=60, shrink=False)
     assert verdict.status == "not linearizable", describe(verdict)
+
+
+# ---- the server's own timeouts, placed by the search under the pinned clock -------------------
+
+def exported(history: History, path: Path) -> History:
+    """`history` as the Resonate specification's `.history` capture (ticks left out, as that
+    format says: its checkers place internal steps), read back."""
+    from duespec.histories.resonate_valid import read_any_history
+
+    clients: dict[str, int] = {}
+    with open(path, "w") as out:
+        for event in history.events:
+            line = resonate_valid_line(event, clients.setdefault(event.client, len(clients)))
+            if line is not None:
+                out.write(json.dumps(line) + "\n")
+    return read_any_history(path)
+
+
+def test_a_stress_ticks_history_exported_to_valid_is_linearizable(tmp_path: Path) -> None:
+    """`duespec stress --ticks` against duespec serve: its ticks fire leases, retries and
+    promise timeouts. Exported, the ticks are gone, and the search places the firings
+    itself (that a read can need them: test_timers_left_out_by_a_later_read_...)."""
+    from duespec.histories.stress import stress
+
+    history = stress(target="serve", clients=8, ops=400, clock="pinned", seed=3, keys=2,
+                     output=tmp_path / "h.ndjson", ticks=True)
+    fired = [f for e in history.events if e.op == "tick" for f in e.response.get("fired", [])]
+    assert fired, "the run's ticks fired something"
+    valid = exported(history, tmp_path / "run.history")
+    assert not any(e.op == "tick" for e in valid.events)
+    verdict = check_history(valid, budget=60)
+    assert verdict.status == "linearizable", describe(verdict)
+
+
+def early_lease_history(server_class) -> History:
+    """w1 acquires task x with a 5 s lease; a tick 1 s later; a task.get 2 s later; and a
+    second worker's acquire of the next version. Each answered by `server_class`."""
+    from duespec.systems.schedules import ImplTarget
+
+    target = ImplTarget(server_class)
+    target.reset(CONFIG)
+    script = [("a", "promise.create", {"id": "x", "timeoutAt": T + 10 * MINUTE, "param": VALUE, "tags": TARGETED}, 0),
+              ("a", "task.acquire", {"id": "x", "version": 0, "pid": "w1", "ttl": 5000}, 10),
+              ("t", "tick", {}, 1000),
+              ("b", "task.get", {"id": "x"}, 2000),
+              ("b", "task.acquire", {"id": "x", "version": 1, "pid": "w2", "ttl": 5000}, 2100)]
+    events = []
+    for client, op, args, at in script:
+        answer = target.step(op, args, T + at)
+        events.append(Event(client, op, args, (T + at) * NS, (T + at + 2) * NS, T + at, T + at + 2, "ok", answer,
+                            T + at))
+    target.close()
+    return History(HistoryHeader("schedules", "pinned", CONFIG), events)
+
+
+def test_a_server_whose_leases_expire_early_is_caught_from_its_export(tmp_path: Path) -> None:
+    """The planted server arms a lease for a tenth of its ttl, so its tick 1 s in fires a
+    5 s lease, and the reads after it see the task pending again. With the tick in the
+    history the answer it gives ("fired": the lease) already fails; exported, the tick is
+    gone, and the search may fire the lease itself only once it is due (5 s after the
+    acquire), after which no call carrying an earlier `now` may go: still not
+    linearizable. The same script against the correct server is linearizable both ways."""
+    from duespec.impl.schedules import ScheduleServer
+    from duespec.impl.schedules_tasks import LEASE
+
+    class EarlyLeases(ScheduleServer):
+        def _acquire(self, t, pid, ttl, now):
+            t = super()._acquire(t, pid, ttl, now)
+            self.store.del_task_timeout(t.id)
+            self.store.set_task_timeout(t.id, LEASE, now + ttl // 10)
+            return t
+
+    good = early_lease_history(ScheduleServer)
+    assert check_history(good).status == "linearizable"
+    assert check_history(exported(good, tmp_path / "good.history")).status == "linearizable"
+    bad = early_lease_history(EarlyLeases)
+    assert bad.events[3].response["task"]["state"] == "pending", "the planted server fired the lease early"
+    assert check_history(bad).status == "not linearizable"
+    verdict = check_history(exported(bad, tmp_path / "bad.history"), budget=30)
+    assert verdict.status == "not linearizable", describe(verdict)
+    cx = verdict.counterexample
+    assert cx is not None and cx.violation is not None
+    assert cx.events[cx.original.index(cx.violation.culprit)].op in ("task.get", "task.acquire"), describe(verdict)
+
+
+def test_timers_left_out_by_a_later_read_are_fired_by_the_search(tmp_path: Path) -> None:
+    """The correct server, its lease fired by a tick after it was due: exported without
+    the tick, the read that sees the task pending again needs the search's own step."""
+    from duespec.systems.schedules import ImplTarget
+
+    target = ImplTarget()
+    target.reset(CONFIG)
+    script = [("promise.create", {"id": "x", "timeoutAt": T + 10 * MINUTE, "param": VALUE, "tags": TARGETED}, 0),
+              ("task.acquire", {"id": "x", "version": 0, "pid": "w1", "ttl": 100}, 10),
+              ("tick", {}, 500),
+              ("task.get", {"id": "x"}, 600)]
+    events = [Event("a", op, args, (T + at) * NS, (T + at + 1) * NS, T + at, T + at + 1, "ok",
+                    target.step(op, args, T + at), T + at) for op, args, at in script]
+    history = History(HistoryHeader("schedules", "pinned", CONFIG), events)
+    assert events[-1].response["task"]["state"] == "pending"
+    valid = exported(history, tmp_path / "lease.history")
+    assert check_history(valid).status == "linearizable"
+    # Read at 100 ms, before the lease was due, and seeing it expired: caught.
+    early = [*valid.events[:2], Event(**{**valid.events[2].__dict__, "now": T + 100, "call_ms": T + 100,
+                                         "return_ms": T + 101})]
+    assert check_history(History(valid.header, early), shrink=False).status == "not linearizable"

@@ -223,10 +223,12 @@ class Verdict:
 class _Budget:
     """Seconds for a run of searches, and the memory cap each of them has (bytes)."""
 
-    def __init__(self, seconds: float | None, max_memory: float = DEFAULT_MAX_MEMORY):
+    def __init__(self, seconds: float | None, max_memory: float = DEFAULT_MAX_MEMORY, background: bool = False):
         self.deadline = _INF if seconds is None else time.monotonic() + seconds
         self.spent = seconds is not None and seconds <= 0
         self.max_memory = max_memory
+        #: Whether the pinned-clock searches it runs place the server's own timeouts.
+        self.background = background
 
     def out(self) -> bool:
         if not self.spent and time.monotonic() >= self.deadline:
@@ -247,12 +249,16 @@ class _Search:
     """One WGL search over one part of a history (its calls sorted by call instant)."""
 
     def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
-                 clock: str, max_timer_lag: int, budget: _Budget, max_memory: float = _INF):
+                 clock: str, max_timer_lag: int, budget: _Budget, max_memory: float = _INF,
+                 background: bool = False):
         order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
         self.events = [events[i] for i in order]
         self.indices = [indices[i] for i in order]
         self.system, self.config, self.clock, self.lag, self.budget = system, config, clock, max_timer_lag, budget
         self.hooks: Concurrency = concurrency_of(system)
+        #: Pinned clock: the server fired due timeouts by itself where the history does not
+        #: say (a Resonate valid/ file leaves internal steps out), so the search places them.
+        self.background = background and clock == "pinned" and self.hooks.tick is not None
         self.factory = get_system(system).model
         n = len(self.events)
         self.call_ns = [e.call_ns for e in self.events]
@@ -296,6 +302,13 @@ class _Search:
         if self.hooks.state_key is not None:
             return self.hooks.state_key(target)
         return orjson.dumps(target.observe())
+
+    def internal_step(self, target: Any, now: int) -> tuple[Any, dict[str, Json]]:
+        """A fork of `target` after the server's own step at `now` (a tick: every timeout
+        due by then fires), and what it fired. The one place an internal step reaches
+        the model, apart from the calls."""
+        fork = self.hooks.fork(target)
+        return fork, fork.step(self.hooks.tick, {}, now)
 
     def step(self, target: Any, i: int, now: int) -> tuple[Any, dict[str, Json] | None, bool]:
         """A fork of `target` after call i at `now`, the model's answer, and whether it agrees."""
@@ -380,8 +393,13 @@ class _Search:
     def choices(self, placed: int, target: Any, key: Any, clock: float) -> Iterator[tuple[int | None, int]]:
         window, min_hi = self._window(placed)
         if self.clock == "pinned":
+            # `clock` is the floor internal steps leave: a call may follow a timeout the
+            # server fired at `t` only if it carried a `now` of t or later.
             for i in window:
-                yield i, self.events[i].now
+                if self.events[i].now >= clock:
+                    yield i, self.events[i].now
+            if self.background:
+                yield from self.background_steps(target, window, clock)
             return
         due = self.hooks.next_timer(target.observe()) if self.hooks.tick else None
         for i in window:
@@ -399,6 +417,20 @@ class _Search:
             if first <= last:
                 yield None, first
                 yield from ((None, t) for t in self.tick_instants(target, key, window, first, last))
+
+    def background_steps(self, target: Any, window: list[int], floor: float) -> Iterator[tuple[None, int]]:
+        """Under the pinned clock, where a timeout is due: the server's own tick at the
+        instant it is due (or the floor, if later), and at each `now` of a call that may
+        go next past that (a tick's own instant matters: a lease fired late re-arms its
+        retry from then). After it, every call placed carries a `now` no earlier: so a
+        firing a call observes before its due instant (a lease cut short) still fails."""
+        due = self.hooks.next_timer(target.observe())
+        if due is None:
+            return
+        first = max(due, floor)
+        yield None, int(first)
+        later = sorted({self.events[i].now for i in window if self.events[i].now > first})
+        yield from ((None, t) for t in later)
 
     def run(self) -> _Result:
         root = self.fresh()
@@ -452,8 +484,7 @@ class _Search:
                 continue
             i, now = choice
             if i is None:
-                fork = self.hooks.fork(target)
-                answer = fork.step(self.hooks.tick, {}, now)
+                fork, answer = self.internal_step(target, now)
                 new_placed, new_zob = placed, zob
             else:
                 fork, answer, agrees = self.step(target, i, now)
@@ -461,7 +492,7 @@ class _Search:
                     continue
                 new_placed, new_zob = placed | bits[i], zob ^ zobrist[i]
             new_key = self.key(fork)
-            new_clock = now if self.clock == "real" else 0
+            new_clock = now if self.clock == "real" or i is None else clock
             if unknown_mask:
                 unknowns = new_placed & unknown_mask
                 memo = (new_zob, new_placed & ok_mask, new_key, new_clock)
@@ -648,7 +679,7 @@ def _collector_paused() -> Iterator[None]:
 
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
             lag: int, budget: _Budget, max_states: float = _INF) -> tuple[_Result, _Search]:
-    search = _Search(events, indices, system, config, clock, lag, budget, budget.max_memory)
+    search = _Search(events, indices, system, config, clock, lag, budget, budget.max_memory, budget.background)
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
@@ -668,6 +699,20 @@ def _config_of(history: History, profile: str | None) -> dict[str, Json]:
     return config
 
 
+#: The header's `meta.source_format` of a history read from a file whose format leaves the
+#: server's internal steps out (duespec.histories.resonate_valid.FORMAT).
+_FORMATS_WITHOUT_INTERNAL_STEPS = frozenset({"resonate-valid"})
+
+
+def timers_left_out(history: History) -> bool:
+    """Whether the server may have fired timeouts the history does not show, so that the
+    search must place them: under the real clock always (the server's own loop), under
+    the pinned clock when the file's format leaves internal steps out (a Resonate valid/
+    trace: its ticks are the checker's to place). A duespec history under the pinned clock
+    records every tick its server got, and a pinned duespec serve fires nothing else."""
+    return history.header.clock == "real" or history.header.meta.get("source_format") in _FORMATS_WITHOUT_INTERNAL_STEPS
+
+
 def check_history(history: History, *, profile: str | None = None, budget: float | None = None,
                   max_timer_lag: int = DEFAULT_MAX_TIMER_LAG, partition: bool = True,
                   shrink: bool = True, max_memory: int = DEFAULT_MAX_MEMORY) -> Verdict:
@@ -684,7 +729,8 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     finally:
         getattr(fresh, "close", lambda: None)()
     events = history.events
-    clock_budget = _Budget(budget, max_memory)
+    background = timers_left_out(history)
+    clock_budget = _Budget(budget, max_memory, background)
     hooks = concurrency_of(system)
     parts = partitions(events, hooks) if partition else ([list(range(len(events)))] if events else [])
     parts.sort(key=len)
@@ -711,7 +757,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
         if shrink:
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
-                budget=budget, blocked=search.stuck(result).call, max_memory=max_memory)
+                budget=budget, blocked=search.stuck(result).call, max_memory=max_memory, background=background)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
@@ -725,7 +771,8 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
                           clock: str, lag: int, *, budget: float | None,
-                          blocked: int | None = None, max_memory: int = DEFAULT_MAX_MEMORY) -> Counterexample:
+                          blocked: int | None = None, max_memory: int = DEFAULT_MAX_MEMORY,
+                          background: bool = False) -> Counterexample:
     """Drop calls while what is left stays a faithful counterexample; then check that
     removing any one call of what is left does not (minimality).
 
@@ -749,7 +796,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     not place) returned are cut, if what is left still fails: the search never got past
     that call, so they cannot matter to why it failed."""
     events = history.events
-    overall = _Budget(budget, max_memory)
+    overall = _Budget(budget, max_memory, background)
     checks = 0
     start = list(part)
     if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
@@ -903,7 +950,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             roles[index] = "removable" if outcome == "counterexample" else "undecided"
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
-    final_budget = _Budget(None if budget is None else max(budget, 5.0), max_memory)
+    final_budget = _Budget(None if budget is None else max(budget, 5.0), max_memory, background)
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
     return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,
                           violation)
