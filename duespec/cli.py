@@ -35,11 +35,17 @@ COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespe
             "duespec.histories.export", "duespec.histories.linearize_command", "duespec.histories.stress",
             "duespec.campaigns.merge")
 
+#: Commands whose module is imported alone when the command line names them: a check run
+#: once per history (by scripts, by CI, beside the specification's own checker) should not
+#: pay for importing every other command (about half a second of CPU).
+ALONE = {"linearize": "duespec.histories.linearize_command"}
+
 __all__ = ["EXIT_FAILED", "EXIT_HOLDS", "EXIT_INTERRUPTED", "EXIT_USAGE", "MAX_TIMEOUT", "UsageError",
            "build_parser", "explain", "main", "seconds"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; or, for a command in ALONE, only that command's parser."""
     parser = argparse.ArgumentParser(
         prog="duespec",
         description="Executable specifications and a model-checking harness for duebook "
@@ -48,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks (for reporting a bug in duespec)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (ALONE[command],) if command in ALONE else COMMANDS:
         importlib.import_module(name).add_parser(subparsers)
     return parser
 
@@ -59,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     end = argv.index("--") if "--" in argv else len(argv)
     debug = "--debug" in argv[:end]
     argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     args.debug = debug  # taken out of argv above, so commands that log can honour it
     previous = _catch_sigint()

@@ -664,3 +664,16 @@ def test_timers_left_out_by_a_later_read_are_fired_by_the_search(tmp_path: Path)
     early = [*valid.events[:2], Event(**{**valid.events[2].__dict__, "now": T + 100, "call_ms": T + 100,
                                          "return_ms": T + 101})]
     assert check_history(History(valid.header, early), shrink=False).status == "not linearizable"
+
+
+def test_the_command_imports_no_other_command(tmp_path: Path) -> None:
+    """`duespec linearize` starts without importing the other commands (the campaigns, the
+    HTTP server and client): what its start-up costs is its own."""
+    path = write(tmp_path / "h.ndjson", generate(seed=1, ops=10))
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "duespec", "linearize", path],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "duespec.histories.linearize" in imported
+    for other in ("duespec.campaigns.conform", "duespec.wire.serve", "duespec.histories.stress", "aiohttp"):
+        assert other not in imported, other
