@@ -45,7 +45,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
-import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -266,17 +265,10 @@ class _Search:
         self.lo_ms = [e.call_ms for e in self.events]
         self.hi_ms = [e.return_ms if e.outcome == "ok" else _INF for e in self.events]
         self.full = (1 << n) - 1
-        self.bits = [1 << i for i in range(n)]
-        # A placed set's memo hash, kept as the XOR of a random word per call placed. An
-        # int's own hash is its value mod 2^61-1, under which the sets a search makes (runs
-        # of calls) collide in bulk: 2^k and 2^(k+61) hash alike. Unknown outcomes add
-        # nothing (the memo keys on the calls of known outcome placed).
-        draw = random.Random(n)
-        self.zobrist = [draw.getrandbits(62) if e.outcome == "ok" else 0 for e in self.events]
         # Unknown outcomes: never needed in a linearization (unplaced is "never happened").
         self.unknown = [i for i in range(n) if self.events[i].outcome != "ok"]
-        self.unknown_mask = sum(self.bits[i] for i in self.unknown)
-        self.ok_mask = self.full & ~self.unknown_mask
+        self.is_unknown = [e.outcome != "ok" for e in self.events]
+        self.first_ok = next((i for i in range(n) if not self.is_unknown[i]), n)
         # The smallest return (ms) of the calls from i on: bounds a real-clock step's instant.
         self.suffix_hi: list[float] = [_INF] * (n + 1)
         for i in range(n - 1, -1, -1):
@@ -322,11 +314,34 @@ class _Search:
         agrees = event.outcome != "ok" or answers_agree(answer, event.response)
         return fork, answer, agrees
 
+    def frontier(self, placed: int) -> tuple[int, frozenset[int], int]:
+        """The placed calls (bit i: call i) as the search keeps them: the first call of
+        known outcome not placed (`lo`), the calls of known outcome placed after it (a
+        few: at most those that overlap it), and the unknown outcomes placed (bit p: the
+        p-th of them). Its size follows the history's concurrency, not its length, so a
+        step and a memo entry cost the same at the 10th call and at the 10,000th."""
+        n = len(self.events)
+        lo = next((i for i in range(n) if not self.is_unknown[i] and not placed >> i & 1), n)
+        extra = frozenset(i for i in range(lo + 1, n) if not self.is_unknown[i] and placed >> i & 1)
+        return lo, extra, sum(1 << p for p, u in enumerate(self.unknown) if placed >> u & 1)
+
+    def place(self, lo: int, extra: frozenset[int], i: int) -> tuple[int, frozenset[int]]:
+        """The frontier after placing call i (of known outcome)."""
+        if i != lo:
+            return lo, extra | {i}
+        lo += 1
+        n, is_unknown = len(self.events), self.is_unknown
+        while lo < n and (is_unknown[lo] or lo in extra):
+            if lo in extra:
+                extra = extra - {lo}
+            lo += 1
+        return lo, extra
+
     def window(self, placed: int) -> list[int]:
         """Calls that may go next: unplaced ones called before every unplaced call returned."""
-        return self._window(placed)[0]
+        return self._window(*self.frontier(placed))[0]
 
-    def _window(self, placed: int) -> tuple[list[int], float]:
+    def _window(self, lo: int, extra: frozenset[int], unknowns: int) -> tuple[list[int], float]:
         """The window, and the smallest return (ms) of the calls left (a real-clock bound).
 
         The scan starts at the first unplaced call of known outcome (every call before it
@@ -334,26 +349,24 @@ class _Search:
         bound: no call after that one can have been placed (it was never in a window), so
         the rest of the history bounds the return by its suffix minimum. Unknown outcomes
         never bound the window (they never returned) and join it once called."""
-        x = placed | self.unknown_mask
-        lo = ((x + 1) & ~x).bit_length() - 1
-        call_ns, ret_ns, bits, n = self.call_ns, self.ret_ns, self.bits, len(self.events)
+        call_ns, ret_ns, hi_ms, is_unknown, n = self.call_ns, self.ret_ns, self.hi_ms, self.is_unknown, len(self.events)
         out, bound, end, min_hi = [], _INF, n, _INF
         for i in range(lo, n):
             if call_ns[i] > bound:
                 end = i
                 break
-            if x & bits[i]:
+            if is_unknown[i] or i in extra:
                 continue
             out.append(i)
             if ret_ns[i] < bound:
                 bound = ret_ns[i]
-            if self.hi_ms[i] < min_hi:
-                min_hi = self.hi_ms[i]
-        window = [i for i in out if call_ns[i] <= bound]
-        for u in self.unknown:
+            if hi_ms[i] < min_hi:
+                min_hi = hi_ms[i]
+        window = [i for i in out if call_ns[i] <= bound] if len(out) > 1 else out
+        for p, u in enumerate(self.unknown):
             if call_ns[u] > bound:
                 break
-            if not placed & bits[u]:
+            if not unknowns >> p & 1:
                 window.append(u)
         return window, min(min_hi, self.suffix_hi[end])
 
@@ -391,7 +404,12 @@ class _Search:
         return sorted(int(t) for t in out)
 
     def choices(self, placed: int, target: Any, key: Any, clock: float) -> Iterator[tuple[int | None, int]]:
-        window, min_hi = self._window(placed)
+        """What may go next after the calls of `placed` (bit i: call i), at `clock`."""
+        return self._choices(self.frontier(placed), target, key, clock)
+
+    def _choices(self, frontier: tuple[int, frozenset[int], int], target: Any, key: Any,
+                 clock: float) -> Iterator[tuple[int | None, int]]:
+        window, min_hi = self._window(*frontier)
         if self.clock == "pinned":
             # `clock` is the floor internal steps leave: a call may follow a timeout the
             # server fired at `t` only if it carried a `now` of t or later.
@@ -441,13 +459,14 @@ class _Search:
         # an unknown outcome left unplaced may still happen or never, so fewer placed is
         # at least as free (without it, n unknown settles that change nothing would make
         # 2^n configurations of one state).
-        seen: dict[tuple[int, Any, float], Any] = {}
+        seen: dict[tuple[int, frozenset[int], Any, float], Any] = {}
         root_key = self.key(root)
-        seen[(0, 0, root_key, clock0)] = [0] if self.unknown else None
-        ok_mask, unknown_mask, bits, zobrist = self.ok_mask, self.unknown_mask, self.bits, self.zobrist
-        entry_bytes = _ENTRY_BYTES + sys.getsizeof(self.full)
-        # frame: (placed bits, target, key, clock, iterator of choices)
-        stack = [(0, 0, root, root_key, clock0, self.choices(0, root, root_key, clock0))]
+        n, any_unknown, is_unknown = len(self.events), bool(self.unknown), self.is_unknown
+        position = {u: p for p, u in enumerate(self.unknown)}
+        root_frontier = (self.first_ok, frozenset(), 0)
+        seen[(self.first_ok, frozenset(), root_key, clock0)] = [0] if any_unknown else None
+        # frame: (frontier, target, key, clock, iterator of choices)
+        stack = [(root_frontier, root, root_key, clock0, self._choices(root_frontier, root, root_key, clock0))]
         path: list[Placed] = []
         # The deepest prefix (most calls placed): its length in `path`, copied out of
         # `path` only when the search backs up from it or stops (a copy at every new
@@ -457,12 +476,12 @@ class _Search:
         best_length, best_copied = 0, True
         count_placed = 0
         best_count = -1
-        key_bytes = sys.getsizeof(root_key)
+        key_bytes = sys.getsizeof(root_key) + sys.getsizeof(frozenset())
         tick_count = 0
         self.reached = {root_key: (root, clock0)}
         while stack:
-            placed, zob, target, key, clock, choices = stack[-1]
-            if placed & ok_mask == ok_mask:
+            frontier, target, key, clock, choices = stack[-1]
+            if frontier[0] == n:
                 return _Result("linearizable", self.states, list(path), target)
             tick_count += 1
             if tick_count >= _CLOCK_EVERY:
@@ -483,19 +502,21 @@ class _Search:
                         count_placed -= 1
                 continue
             i, now = choice
+            lo, extra, unknowns = frontier
             if i is None:
                 fork, answer = self.internal_step(target, now)
-                new_placed, new_zob = placed, zob
             else:
                 fork, answer, agrees = self.step(target, i, now)
                 if not agrees:
                     continue
-                new_placed, new_zob = placed | bits[i], zob ^ zobrist[i]
+                if is_unknown[i]:
+                    unknowns |= 1 << position[i]
+                else:
+                    lo, extra = self.place(lo, extra, i)
             new_key = self.key(fork)
             new_clock = now if self.clock == "real" or i is None else clock
-            if unknown_mask:
-                unknowns = new_placed & unknown_mask
-                memo = (new_zob, new_placed & ok_mask, new_key, new_clock)
+            memo = (lo, extra, new_key, new_clock)
+            if any_unknown:
                 earlier = seen.get(memo)
                 if earlier is not None and any(not u & ~unknowns for u in earlier):
                     continue
@@ -503,15 +524,15 @@ class _Search:
                     seen[memo] = [unknowns]
                 else:
                     earlier.append(unknowns)
+            elif memo in seen:
+                continue
             else:
-                memo = (new_zob, new_placed, new_key, new_clock)
-                if memo in seen:
-                    continue
                 seen[memo] = None
             self.states += 1
             if not self.states & 63:
-                key_bytes = sys.getsizeof(new_key)  # sampled: states of one search are alike in size
-            self.memory += entry_bytes + key_bytes
+                # sampled: the states and frontiers of one search are alike in size
+                key_bytes = sys.getsizeof(new_key) + sys.getsizeof(extra)
+            self.memory += _ENTRY_BYTES + key_bytes
             if len(self.reached) < _MAX_REACHED:
                 self.reached.setdefault(new_key, (fork, new_clock))
             path.append(Placed(None if i is None else self.indices[i], now, answer))
@@ -519,8 +540,9 @@ class _Search:
                 count_placed += 1
                 if count_placed > best_count:
                     best_count, best_length, best_copied, best_target = count_placed, len(path), False, fork
-            stack.append((new_placed, new_zob, fork, new_key, new_clock,
-                          self.choices(new_placed, fork, new_key, new_clock)))
+            new_frontier = (lo, extra, unknowns)
+            stack.append((new_frontier, fork, new_key, new_clock,
+                          self._choices(new_frontier, fork, new_key, new_clock)))
         return _Result("not linearizable", self.states, best if best_copied else path[:best_length], best_target)
 
     def justification(self, need: dict[int, int] | None = None) -> dict[int, int] | None:
