@@ -23,9 +23,14 @@ Two clocks (docs/linearize.md, "How the search works"):
   a call may not take effect more than `max_timer_lag` ms after a timer was due while
   that timer is still unfired.
 
+Under the pinned clock the server fires timeouts only when a `tick` is recorded, except
+in a file whose format leaves internal steps out (a Resonate valid/ file): there the
+search places the tick itself, once a timeout is due, and no call with an earlier `now`
+may follow it.
+
 A call whose outcome is unknown may have taken effect at any instant after its call, or
-never; it is given an unbounded return, and placing it last is the same as its never
-having happened (nothing after it sees it).
+never; it is given an unbounded return, and the search is done when every call of known
+outcome is placed (the rest never happened, as far as anything recorded can tell).
 
 Partitions: calls whose keys (duespec/systems/concurrent.py) never meet are checked in
 separate searches. Why that is sound: when the state is a product of per-key parts and a
@@ -467,11 +472,13 @@ class _Search:
         seen[(self.first_ok, frozenset(), root_key, clock0)] = [0] if any_unknown else None
         # frame: (frontier, target, key, clock, iterator of choices)
         stack = [(root_frontier, root, root_key, clock0, self._choices(root_frontier, root, root_key, clock0))]
-        path: list[Placed] = []
+        # (call's history index or None for an internal step, now, answer): made Placed
+        # only for the prefixes a result keeps.
+        path: list[tuple[int | None, int, Any]] = []
         # The deepest prefix (most calls placed): its length in `path`, copied out of
         # `path` only when the search backs up from it or stops (a copy at every new
         # depth would cost the history's length at every step).
-        best: list[Placed] = []
+        best: list[tuple[int | None, int, Any]] = []
         best_target = root
         best_length, best_copied = 0, True
         count_placed = 0
@@ -482,14 +489,14 @@ class _Search:
         while stack:
             frontier, target, key, clock, choices = stack[-1]
             if frontier[0] == n:
-                return _Result("linearizable", self.states, list(path), target)
+                return _Result("linearizable", self.states, _placed(path), target)
             tick_count += 1
             if tick_count >= _CLOCK_EVERY:
                 tick_count = 0
                 stop = self.memory > self.max_memory or self.budget.out() or self.states > self.max_states
                 if stop:
                     self.limit = "memory" if self.memory > self.max_memory else None
-                    return _Result("unknown", self.states, best if best_copied else path[:best_length],
+                    return _Result("unknown", self.states, _placed(best if best_copied else path[:best_length]),
                                    best_target)
             choice = next(choices, False)
             if choice is False:
@@ -498,7 +505,7 @@ class _Search:
                 stack.pop()
                 if path:
                     gone = path.pop()
-                    if gone.call is not None:
+                    if gone[0] is not None:
                         count_placed -= 1
                 continue
             i, now = choice
@@ -535,7 +542,7 @@ class _Search:
             self.memory += _ENTRY_BYTES + key_bytes
             if len(self.reached) < _MAX_REACHED:
                 self.reached.setdefault(new_key, (fork, new_clock))
-            path.append(Placed(None if i is None else self.indices[i], now, answer))
+            path.append((None if i is None else self.indices[i], now, answer))
             if i is not None:
                 count_placed += 1
                 if count_placed > best_count:
@@ -543,7 +550,8 @@ class _Search:
             new_frontier = (lo, extra, unknowns)
             stack.append((new_frontier, fork, new_key, new_clock,
                           self._choices(new_frontier, fork, new_key, new_clock)))
-        return _Result("not linearizable", self.states, best if best_copied else path[:best_length], best_target)
+        return _Result("not linearizable", self.states, _placed(best if best_copied else path[:best_length]),
+                       best_target)
 
     def justification(self, need: dict[int, int] | None = None) -> dict[int, int] | None:
         """How well the model can give each call's recorded answer, at any model state the
@@ -613,6 +621,10 @@ class _Search:
             _, answer, agrees = self.step(target, i, now)
             attempts.append(Attempt(self.indices[i], now, answer, agrees))
         return Stuck(result.best, self.indices[blocked], target.observe(), attempts)
+
+
+def _placed(steps: list[tuple[int | None, int, Any]]) -> list[Placed]:
+    return [Placed(call, now, answer) for call, now, answer in steps]
 
 
 #: The justification level of an answer the model gives whole (more than any leaf count).

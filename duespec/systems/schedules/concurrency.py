@@ -43,11 +43,13 @@ class StateKey:
     def __init__(self, s: model.ServerState):
         self.parts = (s.promises, s.tasks, s.schedules, s.promise_timeouts, s.task_timeouts,
                       s.schedule_timeouts, s.outbox)
+        # The entries hashed as tuples of their hashable fields: the dataclasses' own
+        # hash would reach their dict fields (tags, values), which cannot be hashed.
         self._hash = hash((
-            frozenset((p.id, p.state, p.settled_at, p.timeout_at, p.callbacks, p.listeners)
-                      for p in s.promises.values()),
-            frozenset(s.tasks.values()),
-            frozenset((c.id, c.next_run_at, c.last_run_at) for c in s.schedules.values()),
+            frozenset([(p.id, p.state, p.settled_at, p.timeout_at, p.callbacks, p.listeners)
+                       for p in s.promises.values()]),
+            frozenset([(t.id, t.state, t.version, t.pid, t.ttl, t.resumes) for t in s.tasks.values()]),
+            frozenset([(c.id, c.next_run_at, c.last_run_at) for c in s.schedules.values()]),
             frozenset(s.promise_timeouts.items()), frozenset(s.task_timeouts.items()),
             frozenset(s.schedule_timeouts.items()), frozenset(s.outbox)))
 
