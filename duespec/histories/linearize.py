@@ -469,6 +469,8 @@ class _Search:
         n, any_unknown, is_unknown = len(self.events), bool(self.unknown), self.is_unknown
         position = {u: p for p, u in enumerate(self.unknown)}
         root_frontier = (self.first_ok, frozenset(), 0)
+        # (state, call or None for an internal step, now) -> (fork, answer, agrees, fork's key)
+        steps: dict[tuple[Any, int | None, int], tuple[Any, Any, bool, Any]] = {}
         seen[(self.first_ok, frozenset(), root_key, clock0)] = [0] if any_unknown else None
         # frame: (frontier, target, key, clock, iterator of choices)
         stack = [(root_frontier, root, root_key, clock0, self._choices(root_frontier, root, root_key, clock0))]
@@ -510,17 +512,27 @@ class _Search:
                 continue
             i, now = choice
             lo, extra, unknowns = frontier
-            if i is None:
-                fork, answer = self.internal_step(target, now)
+            # A call tried again at a state it was tried at (a read changes nothing, so
+            # the calls beside it meet the same state again) gives what it gave then.
+            done = steps.get((key, i, now))
+            if done is None:
+                if i is None:
+                    fork, answer = self.internal_step(target, now)
+                    agrees = True
+                else:
+                    fork, answer, agrees = self.step(target, i, now)
+                new_key = self.key(fork) if agrees else None
+                steps[(key, i, now)] = (fork, answer, agrees, new_key) if agrees else (None, answer, False, None)
+                self.memory += _ENTRY_BYTES
             else:
-                fork, answer, agrees = self.step(target, i, now)
-                if not agrees:
-                    continue
+                fork, answer, agrees, new_key = done
+            if not agrees:
+                continue
+            if i is not None:
                 if is_unknown[i]:
                     unknowns |= 1 << position[i]
                 else:
                     lo, extra = self.place(lo, extra, i)
-            new_key = self.key(fork)
             new_clock = now if self.clock == "real" or i is None else clock
             memo = (lo, extra, new_key, new_clock)
             if any_unknown:
