@@ -79,3 +79,23 @@ class OnePlantedBug(ModelTarget):
         if op == "claim" and response.get("error") == "not_due":
             return {"error": "not_found", "message": "nothing claimable with this id"}
         return response
+
+
+class SlowOnceItsBugShows(ModelTarget):
+    """OnePlantedBug that answers slowly (SLOW_STEP_SECONDS a step) from the moment its bug
+    first shows: the search that finds it is fast, and shrinking it, replaying it from a
+    reset and minimising it take far longer than a stop's grace period."""
+
+    SLOW_STEP_SECONDS = 0.25
+    shown = False
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        if type(self).shown:
+            import time
+
+            time.sleep(self.SLOW_STEP_SECONDS)
+        response = super().step(op, args, now)
+        if op == "claim" and response.get("error") == "not_due":
+            type(self).shown = True
+            return {"error": "not_found", "message": "nothing claimable with this id"}
+        return response
