@@ -6,7 +6,8 @@ pinned instant in ms, the request's `data`, the whole response envelope), and it
 `.history` captures add `call`, `return` (the recorder's ns) and `client` (an integer) to
 each line. Internal steps (timeouts firing) are never in the file: a checker places them.
 A 500 answer is an operation whose outcome nobody saw (their "pending"), which is
-duespec's `unknown` outcome. The facts and the mapping are in docs/field.md.
+duespec's `unknown` outcome; so is any 5xx, in this format as in duespec's own
+(`duespec linearize` reports such calls as a finding of their own). The facts and the mapping are in docs/field.md.
 
 Reading turns such a file into a duespec History, so `duespec linearize` checks the
 specification's own captures; `read_any_history` tells the two formats apart by their first
@@ -177,7 +178,7 @@ def _event(value: Json, header: HistoryHeader, where: str, line: int, index: int
         op, args, _ = request_to_op(Request(kind, corr_id, dict(req), now), now)
     except WireError as error:
         raise bad(f"req is not a valid {kind} request: {error.message}") from None
-    if status == PENDING_STATUS:
+    if 500 <= status <= 599:  # the server failed, not said what it did: applied or not
         outcome, response = "unknown", None
     else:
         outcome = "ok"
