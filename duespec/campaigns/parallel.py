@@ -102,7 +102,8 @@ def add_parallel_arguments(parser: argparse.ArgumentParser, *, database: bool = 
                                                        "(what `duespec merge` reads)")
     if database:
         parser.add_argument("--database", metavar="WHERE", default=None,
-                            help=f"example database: a directory (default {examples_db.DEFAULT_DATABASE}), "
+                            help=f"example database: a directory (default {examples_db.DEFAULT_DATABASE}, or "
+                                 f"${examples_db.DATABASE_ENV}), "
                                  f"redis://HOST:PORT/N (shared), or none; saved failures are "
                                  f"replayed before new runs")
 
@@ -428,7 +429,7 @@ def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
 def _database_spec(args: argparse.Namespace) -> str:
     spec = getattr(args, "database", None)
     if spec is None:
-        return examples_db.DEFAULT_DATABASE
+        return examples_db.default_database()
     return spec if "://" in spec or spec.lower() in ("none", "off", "") else os.path.abspath(spec)
 
 
