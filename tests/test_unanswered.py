@@ -121,3 +121,20 @@ def test_stress_histories_keep_their_verdict_through_export(tmp_path: Path,
         capsys.readouterr()
         codes.append(code)
     assert codes[0] == 0 and codes[2] == 0
+
+
+def test_the_501_the_specification_answers_a_search_with_is_an_answer_like_any_other(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The model answers the search ops 501 (not implemented): that is compared, never read
+    as an unanswered call; a 501 where the model answers otherwise is a violation."""
+    events = sequential_events()
+    search = Event("c0", "promise.search", {"id": "*"}, 100 * NS, 105 * NS, START_MS + 9, START_MS + 9, "ok",
+                   {"status": 501}, START_MS + 9)
+    history = write(tmp_path / "search.ndjson", [*events, search])
+    for path in (history, exported(history)):
+        assert main(["linearize", str(path)]) == 0
+        assert "UNANSWERED" not in capsys.readouterr().out
+    wrong = write(tmp_path / "wrong.ndjson", [*events[:3], dataclasses.replace(events[3], response={"status": 501})])
+    for path in (wrong, exported(wrong)):
+        assert main(["linearize", str(path)]) == 1
+        assert capsys.readouterr().out.startswith("NOT LINEARIZABLE")

@@ -49,14 +49,16 @@ def _non_negative(text: str) -> int:
 
 
 def answered_5xx(event: Event) -> bool:
-    """Whether the server answered this call with a 5xx: in duespec's format, a response whose
-    status is 5xx; in the valid/ format (read as an unknown outcome), its envelope's."""
+    """Whether the server answered this call with a 5xx the specification never gives (its
+    search ops' 501 is an answer like any other): in duespec's format, a response of that
+    status; in the valid/ format (read as an unknown outcome), its envelope's."""
+    from duespec.histories.resonate_valid import unanswered_status
+
     answer = event.response if event.outcome == "ok" else (event.wire or {}).get("response")
     if not isinstance(answer, dict):
         return False
     head = answer.get("head")
-    status = head.get("status") if isinstance(head, dict) else answer.get("status")
-    return type(status) is int and 500 <= status <= 599
+    return unanswered_status(head.get("status") if isinstance(head, dict) else answer.get("status"))
 
 
 def unanswered_as_unknown(history: History) -> History:
