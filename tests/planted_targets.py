@@ -5,6 +5,8 @@ independent of each other, so a campaign that reports every class must find each
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from duespec.systems.duebook import ModelTarget
@@ -96,6 +98,8 @@ class SlowOnceItsBugShows(ModelTarget):
             time.sleep(self.SLOW_STEP_SECONDS)
         response = super().step(op, args, now)
         if op == "claim" and response.get("error") == "not_due":
+            if not type(self).shown and os.environ.get("DUESPEC_TEST_BUG_SHOWN"):
+                Path(os.environ["DUESPEC_TEST_BUG_SHOWN"]).touch()  # for a test to wait on
             type(self).shown = True
             return {"error": "not_found", "message": "nothing claimable with this id"}
         return response

@@ -316,3 +316,31 @@ def test_a_signal_while_the_report_is_written_is_noted_not_raised() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.1)  # the handler runs at the next bytecode boundary in the main thread
         assert stopper.reason == "SIGTERM" and stopper.phase == "report"
+
+
+def test_a_process_group_sigterm_with_jobs_keeps_what_the_workers_found(tmp_path: Path) -> None:
+    """Issue 41, item 12, as `timeout` sends it: SIGTERM to the whole process group while
+    worker processes (--jobs 2) shrink a slow failure. Each worker ends its chunk with
+    what it found, and the report and --json list the class, exit 1."""
+    report, shown = tmp_path / "report.json", tmp_path / "bug-shown"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "duespec", "conform", "duebook", "--target", "tests.planted_targets:SlowOnceItsBugShows",
+         "--examples", "200", "--jobs", "2", "--progress", "0", "--no-coverage", "--database", "none",
+         "--trace-dir", str(tmp_path), "--json", str(report)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "DUESPEC_TEST_BUG_SHOWN": str(shown)})
+    try:
+        deadline = time.monotonic() + 300
+        while not shown.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert shown.exists(), process.communicate(timeout=60)
+        os.killpg(process.pid, signal.SIGTERM)
+        out, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 1, out + err
+    assert "interrupted" not in err and "CUT SHORT by SIGTERM" in out.splitlines()[0], out[:2000] + err
+    written = json.loads(report.read_text())
+    assert written["exit"] == 1
+    assert [finding["label"] for finding in written["campaigns"][0]["findings"]] == ["response claim $.error [D-09]"]
