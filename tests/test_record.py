@@ -442,6 +442,18 @@ def test_a_client_gone_mid_body_and_an_absolute_form_request_are_no_internal_err
     line in absolute form (`POST http://host:port/`, what a client behind HTTP_PROXY
     sends) is forwarded to the upstream's path and recorded like any other call."""
     recording = Recording(served.url, tmp_path / "t.ndjson")
+    try:
+        answer = _half_a_body_then_an_absolute_form_request(recording)
+    finally:
+        code, err = recording.stop()
+    assert answer.startswith(b"HTTP/1.1 404"), answer[:300]  # the upstream's own answer: no promise h
+    assert code == 0, err
+    assert "internal error" not in err and "client disconnected" in err, err
+    events = read_history(tmp_path / "t.ndjson").events
+    assert [(event.op, event.outcome, event.response["status"]) for event in events] == [("promise.get", "ok", 404)]
+
+
+def _half_a_body_then_an_absolute_form_request(recording: Recording) -> bytes:
     body = envelope("promise.create", "half", {"id": "h", "timeoutAt": FAR, "param": {"headers": {}, "data": None},
                                                "tags": {}})
     with socket.create_connection((recording.host, recording.port), timeout=10) as sock:
@@ -456,9 +468,4 @@ def test_a_client_gone_mid_body_and_an_absolute_form_request_are_no_internal_err
         answer = b""
         while chunk := sock.recv(65536):
             answer += chunk
-    assert answer.startswith(b"HTTP/1.1 404"), answer[:300]  # the upstream's own answer: no promise h
-    code, err = recording.stop()
-    assert code == 0, err
-    assert "internal error" not in err and "client disconnected" in err, err
-    events = read_history(tmp_path / "t.ndjson").events
-    assert [(event.op, event.outcome, event.response["status"]) for event in events] == [("promise.get", "ok", 404)]
+    return answer
