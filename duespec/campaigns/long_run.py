@@ -14,8 +14,8 @@ made available to every target."""
 from __future__ import annotations
 
 import random
-from contextlib import nullcontext
 import time
+from contextlib import nullcontext
 
 from duespec.campaigns.run import CampaignResult, finding_of
 from duespec.campaigns.stopping import Stopper
