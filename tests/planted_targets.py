@@ -5,6 +5,8 @@ independent of each other, so a campaign that reports every class must find each
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from duespec.systems.duebook import ModelTarget
@@ -77,5 +79,27 @@ class OnePlantedBug(ModelTarget):
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         response = super().step(op, args, now)
         if op == "claim" and response.get("error") == "not_due":
+            return {"error": "not_found", "message": "nothing claimable with this id"}
+        return response
+
+
+class SlowOnceItsBugShows(ModelTarget):
+    """OnePlantedBug that answers slowly (SLOW_STEP_SECONDS a step) from the moment its bug
+    first shows: the search that finds it is fast, and shrinking it, replaying it from a
+    reset and minimising it take far longer than a stop's grace period."""
+
+    SLOW_STEP_SECONDS = 0.25
+    shown = False
+
+    def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
+        if type(self).shown:
+            import time
+
+            time.sleep(self.SLOW_STEP_SECONDS)
+        response = super().step(op, args, now)
+        if op == "claim" and response.get("error") == "not_due":
+            if not type(self).shown and os.environ.get("DUESPEC_TEST_BUG_SHOWN"):
+                Path(os.environ["DUESPEC_TEST_BUG_SHOWN"]).touch()  # for a test to wait on
+            type(self).shown = True
             return {"error": "not_found", "message": "nothing claimable with this id"}
         return response

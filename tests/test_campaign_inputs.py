@@ -4,6 +4,7 @@ keeping what it found."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -267,3 +268,79 @@ def test_junit_reports_a_campaign_cut_short_by_a_signal_as_an_error_not_a_pass(t
     assert result.ok and result.cut_short == "SIGTERM"
     xml = junit.to_xml("duespec conform duebook", [junit.Case(result, "impl", "", ())])
     assert 'errors="1"' in xml and 'type="incomplete"' in xml and "cut short by SIGTERM" in xml
+
+
+def test_sigterm_while_a_slow_failure_is_shrunk_keeps_it_in_the_report_and_json(tmp_path: Path) -> None:
+    """Issue 41, item 12: stopped while shrinking a failure whose every replay takes minutes
+    (the stop's grace and its hard deadline both pass), the campaign still reports the class
+    it was shrinking, writes its --json, and exits 1; never "interrupted (Ctrl-C)"."""
+    report = tmp_path / "report.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "duespec", "conform", "duebook", "--target", "tests.planted_targets:SlowOnceItsBugShows",
+         "--examples", "1000", "--progress", "1", "--no-coverage", "--database", "none",
+         "--trace-dir", str(tmp_path), "--json", str(report)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert process.stderr is not None
+    try:
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if "failing run found, shrinking it" in line:
+                break
+        else:
+            pytest.fail("no failing run found: " + "".join(seen))
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, out + err
+    assert "interrupted" not in err, err
+    assert out.startswith("DIVERGES: duebook") and "CUT SHORT by SIGTERM" in out.splitlines()[0], out[:2000]
+    written = json.loads(report.read_text())
+    assert written["exit"] == 1
+    [campaign] = written["campaigns"]
+    assert [finding["label"] for finding in campaign["findings"]] == ["response claim $.error [D-09]"]
+    assert "not replayed from a reset" in campaign["findings"][0]["summary"]
+
+
+def test_a_signal_while_the_report_is_written_is_noted_not_raised() -> None:
+    """Issue 41, item 12: once the search has ended, SIGTERM (even twice) lets the report
+    and its files be written; it only keeps later campaigns from starting."""
+    stopper = Stopper()
+    with stopper.signals():
+        with stopper.searching(lambda: None):
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)  # the handler runs at the next bytecode boundary in the main thread
+        assert stopper.reason == "SIGTERM" and stopper.phase == "report"
+
+
+def test_a_process_group_sigterm_with_jobs_keeps_what_the_workers_found(tmp_path: Path) -> None:
+    """Issue 41, item 12, as `timeout` sends it: SIGTERM to the whole process group while
+    worker processes (--jobs 2) shrink a slow failure. Each worker ends its chunk with
+    what it found, and the report and --json list the class, exit 1."""
+    report, shown = tmp_path / "report.json", tmp_path / "bug-shown"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "duespec", "conform", "duebook", "--target", "tests.planted_targets:SlowOnceItsBugShows",
+         "--examples", "200", "--jobs", "2", "--progress", "0", "--no-coverage", "--database", "none",
+         "--trace-dir", str(tmp_path), "--json", str(report)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "DUESPEC_TEST_BUG_SHOWN": str(shown)})
+    try:
+        deadline = time.monotonic() + 300
+        while not shown.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert shown.exists(), process.communicate(timeout=60)
+        os.killpg(process.pid, signal.SIGTERM)
+        out, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 1, out + err
+    assert "interrupted" not in err and "CUT SHORT by SIGTERM" in out.splitlines()[0], out[:2000] + err
+    written = json.loads(report.read_text())
+    assert written["exit"] == 1
+    assert [finding["label"] for finding in written["campaigns"][0]["findings"]] == ["response claim $.error [D-09]"]

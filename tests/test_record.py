@@ -434,3 +434,38 @@ def test_export_refuses_a_real_clock_history_and_a_bad_file(served, tmp_path):
                              timeout=60)
         assert run.returncode == 2 and words in run.stderr and "Traceback" not in run.stderr, run.stderr
         assert not (tmp_path / "x.history").exists()
+
+
+def test_a_client_gone_mid_body_and_an_absolute_form_request_are_no_internal_error(served, tmp_path):
+    """Issue 41, item 9: a client that hangs up halfway through its body is logged as a
+    client disconnect and recorded as nothing (the call never went upstream); a request
+    line in absolute form (`POST http://host:port/`, what a client behind HTTP_PROXY
+    sends) is forwarded to the upstream's path and recorded like any other call."""
+    recording = Recording(served.url, tmp_path / "t.ndjson")
+    try:
+        answer = _half_a_body_then_an_absolute_form_request(recording)
+    finally:
+        code, err = recording.stop()
+    assert answer.startswith(b"HTTP/1.1 404"), answer[:300]  # the upstream's own answer: no promise h
+    assert code == 0, err
+    assert "internal error" not in err and "client disconnected" in err, err
+    events = read_history(tmp_path / "t.ndjson").events
+    assert [(event.op, event.outcome, event.response["status"]) for event in events] == [("promise.get", "ok", 404)]
+
+
+def _half_a_body_then_an_absolute_form_request(recording: Recording) -> bytes:
+    body = envelope("promise.create", "half", {"id": "h", "timeoutAt": FAR, "param": {"headers": {}, "data": None},
+                                               "tags": {}})
+    with socket.create_connection((recording.host, recording.port), timeout=10) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])
+    time.sleep(0.5)  # the proxy reads the half body, then the hang-up
+    absolute = envelope("promise.get", "abs", {"id": "h"})
+    with socket.create_connection((recording.host, recording.port), timeout=10) as sock:
+        sock.sendall(f"POST http://{recording.host}:{recording.port}/ HTTP/1.1\r\nHost: {recording.host}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(absolute)}\r\n"
+                     f"Connection: close\r\n\r\n".encode() + absolute)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer

@@ -312,6 +312,14 @@ def profiles_of(system: System, requested: list[str] | None) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    stopper = Stopper(getattr(args, "budget", None))
+    # SIGTERM, SIGINT: stop, and report what was found, from the first search to the last
+    # file written (stopping.py)
+    with stopper.signals():
+        return _conform(args, stopper)
+
+
+def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     system = get_system(args.system)
@@ -326,7 +334,6 @@ def main(args: argparse.Namespace) -> int:
                     **dict(getattr(args, "require_tag", None) or [])}
     if request_tags and system.tag_request is None:
         raise UsageError(f"--require-tag: {system.name}'s requests carry no tags")
-    stopper = Stopper(getattr(args, "budget", None))
     try:
         factory = resolve(system, args.target, timeout=args.timeout,
                           start_timeout=max(args.timeout, START_TIMEOUT))
@@ -335,8 +342,6 @@ def main(args: argparse.Namespace) -> int:
     cases: list[junit.Case] = []
     coverage: list[CoverageReport] = []
     reports: list[dict] = []
-    signals = stopper.signals()  # SIGTERM, SIGINT: stop, report what was found (stopping.py)
-    signals.__enter__()
     try:
         database = parallel.open_database_of(args)
         if args.observe == "none" and system.probes is None:
@@ -391,7 +396,7 @@ def main(args: argparse.Namespace) -> int:
                 reports.append(campaign_to_json(result, target=args.target, examples=args.examples, steps=args.steps,
                                                 depth=args.depth, max_classes=args.max_classes))
     finally:
-        signals.__exit__(None, None, None)
+        stopper.phase = "report"  # a signal from here on is noted: what was found is written
         close_factory(factory)
     if args.junit:
         print(f"junit: {junit.write(args.junit, f'duespec conform {system.name}', cases)}")

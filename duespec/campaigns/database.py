@@ -8,7 +8,8 @@ first run.
 
 Where (`--database`):
 
-- a directory (default `.duespec/examples`): Hypothesis's DirectoryBasedExampleDatabase;
+- a directory (default `.duespec/examples`, or what the environment variable
+  DUESPEC_DATABASE says): Hypothesis's DirectoryBasedExampleDatabase;
 - `redis://HOST:PORT/N`: Hypothesis's RedisExampleDatabase, one database shared by every
   process, shard and machine that reaches the server;
 - `none`: no memory (every campaign starts from nothing).
@@ -20,8 +21,9 @@ and the classes already masked when the search runs (the search after class A is
 has its own key, so replaying A's example, which now passes, never deletes it). Two
 targets or profiles never replay each other's examples.
 
-A database that cannot be reached, or stops answering mid-campaign (a Redis server that
-is killed), is reported in one line and the campaign goes on without it. A saved example
+A database that cannot be reached or written (a Redis server that is killed, a directory
+the user cannot write), at the start or mid-campaign, is reported in one line and the
+campaign goes on without it; the report counts only the examples really saved. A saved example
 that no longer fails (the target was fixed, the machine changed) is dropped by Hypothesis;
 the report counts it in one line.
 """
@@ -29,7 +31,9 @@ the report counts it in one line.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -38,6 +42,9 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 #: The default database: a directory beside the failure traces.
 DEFAULT_DATABASE = str(Path(".duespec") / "examples")
+#: The environment variable that replaces DEFAULT_DATABASE (a directory, redis://... or
+#: none): a CI job's shared database, or a test suite that must not write into the clone.
+DATABASE_ENV = "DUESPEC_DATABASE"
 #: Seconds a Redis call may take before the database is given up for the campaign.
 REDIS_TIMEOUT = 5.0
 
@@ -46,6 +53,11 @@ _SUFFIXES = (b".secondary", b".pareto")
 
 class DatabaseError(ValueError):
     """--database names something that is not a database."""
+
+
+def default_database() -> str:
+    """The database a campaign uses when --database is not given."""
+    return os.environ.get(DATABASE_ENV) or DEFAULT_DATABASE
 
 
 def _say(line: str) -> None:
@@ -85,6 +97,8 @@ class Stats:
         self.problem = self.problem or other.problem
 
     def line(self) -> str:
+        if self.problem and not self.replayed and not self.saved:
+            return f"database {self.where}: not used ({self.problem}): nothing replayed, nothing saved"
         text = (f"database {self.where}: replayed {self.replayed} saved example"
                 f"{'' if self.replayed == 1 else 's'}, {len(self.hit_searches)} hit"
                 f"{'' if len(self.hit_searches) == 1 else 's'} (a class found by replay), "
@@ -168,8 +182,9 @@ class CampaignDatabase(ExampleDatabase):
                 self._hit_checked = True
                 if value in self._fetched:
                     self.stats.hit_searches.append(self._search)
+        saved = self._guard("saving", lambda: self.inner.save(mapped, value) or True, False)  # type: ignore[union-attr]
+        if primary and saved:
             self.stats.saved += 1
-        self._guard("saving", lambda: self.inner.save(mapped, value), None)  # type: ignore[union-attr]
 
     def delete(self, key: bytes, value: bytes) -> None:
         mapped, primary = self._key(key)
@@ -198,7 +213,7 @@ def open_database(spec: str | None, say: Callable[[str], None] = _say) -> Campai
     line and a database that is given up (the campaign runs without memory); a spec that
     is no database is a DatabaseError."""
     if spec is None:
-        spec = DEFAULT_DATABASE
+        spec = default_database()
     spec = spec.strip()
     if spec.lower() in ("none", "off", ""):
         return None
@@ -209,7 +224,25 @@ def open_database(spec: str | None, say: Callable[[str], None] = _say) -> Campai
     path = Path(spec)
     if path.exists() and not path.is_dir():
         raise DatabaseError(f"--database {spec!r} is a file, not a directory")
-    return CampaignDatabase(DirectoryBasedExampleDatabase(str(path)), spec, say=say)
+    try:  # a directory that cannot be written would lose every example without a word
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        problem = f"cannot write ({error.strerror or type(error).__name__})"
+        say(f"database {spec}: {problem}; the campaign runs without it")
+        return _given_up(spec, "", problem, say)
+    return CampaignDatabase(_CheckedDirectory(str(path)), spec, say=say)
+
+
+class _CheckedDirectory(DirectoryBasedExampleDatabase):
+    """Hypothesis's directory database, whose save says when it wrote nothing (Hypothesis's
+    own passes over an OSError, a full disk, in silence)."""
+
+    def save(self, key: bytes, value: bytes) -> None:
+        super().save(key, value)
+        if not self._value_path(key, value).exists():
+            raise OSError(f"the example was not written under {self.path}")
 
 
 def _open_redis(url: str, say: Callable[[str], None]) -> CampaignDatabase:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from contextlib import nullcontext
 
 from duespec.campaigns.run import CampaignResult, finding_of
 from duespec.campaigns.stopping import Stopper
@@ -41,7 +42,8 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
     oracle, actual = system.model(), target()
     verdict: Verdict = None
     started = time.perf_counter()
-    with collecting() as coverage, collecting() as step_tags:
+    with collecting() as coverage, collecting() as step_tags, (
+            stopper.searching(lambda: None) if stopper is not None else nullcontext()):
         judge = StepJudge(oracle, actual, tags=step_tags, observe=observe)
         try:
             verdict = judge.reset(config)

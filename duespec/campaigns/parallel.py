@@ -23,11 +23,13 @@ search `duespec check` ran before chunks existed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gc
 import hashlib
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections import Counter
@@ -38,6 +40,7 @@ from typing import Any, Callable
 from duespec.campaigns import database as examples_db
 from duespec.campaigns.classes import Masks
 from duespec.campaigns.run import CampaignResult, Finding, progress_printer, run_campaign
+from duespec.campaigns.stopping import Stopper
 from duespec.systems import System, get_system
 from duespec.targets.interface import TargetFactory
 
@@ -99,7 +102,8 @@ def add_parallel_arguments(parser: argparse.ArgumentParser, *, database: bool = 
                                                        "(what `duespec merge` reads)")
     if database:
         parser.add_argument("--database", metavar="WHERE", default=None,
-                            help=f"example database: a directory (default {examples_db.DEFAULT_DATABASE}), "
+                            help=f"example database: a directory (default {examples_db.DEFAULT_DATABASE}, or "
+                                 f"${examples_db.DATABASE_ENV}), "
                                  f"redis://HOST:PORT/N (shared), or none; saved failures are "
                                  f"replayed before new runs")
 
@@ -199,10 +203,17 @@ def _worker_chunk(spec: CampaignSpec, chunk: Chunk) -> CampaignResult:
         util.Finalize(None, close_factory, args=(factory,), exitpriority=10)
         _WORKER.update(key=key, system=system, factory=factory,
                        database=examples_db.open_database(spec.database))
+    if "stopper" not in _WORKER:
+        # The worker's own: SIGTERM or SIGINT (from the parent, or a `timeout` that signals
+        # the whole process group) ends its chunk with what it found, and starts no other.
+        _WORKER["stopper"] = Stopper()
+        _WORKER["signals"] = _WORKER["stopper"].signals()  # kept: the handlers last as long as it
+        _WORKER["signals"].__enter__()
     system = _WORKER["system"]
     declared = load(spec.declared, system) if spec.declared else []
     scope = scope_of(system, list(spec.ops) if spec.ops else None, list(spec.skip_ops) if spec.skip_ops else None)
-    return run_chunk(system, _WORKER["factory"], spec, chunk, declared, scope, _WORKER["database"])
+    return run_chunk(system, _WORKER["factory"], spec, chunk, declared, scope, _WORKER["database"],
+                     stopper=_WORKER["stopper"])
 
 
 # -- the campaign ---------------------------------------------------------------------
@@ -242,6 +253,10 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
             if stopper is not None and stopper.requested:
                 break
     else:
+        if stopper is not None:
+            # The workers search, each with its own stopper; here a signal is only noted and
+            # passed on to them, and their chunks come back with what they found.
+            stopper.phase = "report"
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             # Forked workers share this process's objects; frozen, the workers' collections
@@ -252,13 +267,17 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
                 pending = {pool.submit(_worker_chunk, spec, chunk): chunk for chunk in mine}
             finally:
                 gc.unfreeze()
-            done_count = 0
+            done_count, told = 0, False
             try:
                 while pending:
                     done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                    if stopper is not None and stopper.requested:
+                    if stopper is not None and stopper.requested and not told:
+                        told = True
                         for future in pending:
                             future.cancel()
+                        for worker in list(getattr(pool, "_processes", None) or {}):  # their chunks end, kept
+                            with contextlib.suppress(OSError):
+                                os.kill(worker, signal.SIGTERM)
                     for future in done:
                         pending.pop(future)
                         if future.cancelled():
@@ -410,7 +429,7 @@ def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
 def _database_spec(args: argparse.Namespace) -> str:
     spec = getattr(args, "database", None)
     if spec is None:
-        return examples_db.DEFAULT_DATABASE
+        return examples_db.default_database()
     return spec if "://" in spec or spec.lower() in ("none", "off", "") else os.path.abspath(spec)
 
 

@@ -274,7 +274,23 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     )
     findings: list[Finding] = []
     searches, stopped = 0, None
-    with collecting() as coverage, collecting() as step_tags:
+
+    def keep_as_it_stands() -> None:
+        """Stopped at once (stopping.StopNow): the failure being shrunk or replayed is kept
+        as the smallest failing run seen, not replayed from a reset."""
+        nonlocal stopped
+        stopped = f"stopped at once by {stopper.reason}: the search in progress ended where it stood"
+        error, steps, run_config = counted["smallest"] or (None, [], config)
+        found = getattr(error, "divergence_class", None)
+        if found is None or any(found == other.divergence_class for other in findings):
+            return
+        summary = f"{type(error).__name__}: {error}"
+        note = "\n(stopped at once while this failure was being shrunk or checked: not replayed from a reset)"
+        finding = Finding(found.kind, found, summary + note, summary + note, steps, config=run_config)
+        finding.declared = masks.add(found)
+        findings.append(finding)
+
+    with collecting() as coverage, collecting() as step_tags, stopper.searching(keep_as_it_stands):
         machine.step_tags = step_tags
         while True:
             if stopper.requested:

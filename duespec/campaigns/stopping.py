@@ -5,9 +5,13 @@ handler only records the request, and the lockstep machine checks `should_stop` 
 every step and every comparison (LockstepMachine.call, its invariant), raising
 CampaignStopped there. A search that has not yet failed stops at once; one that has found
 a failing run goes on shrinking it for GRACE_SECONDS more, then stops with the smallest
-failing run seen so far. A second signal stops at once, as the signal would have without
-a campaign running (the command then exits 130). So does the first one if the search has
-not ended HARD_SECONDS after it (a target that does not answer: a step cannot be cut).
+failing run seen so far. A second signal stops the search at once (StopNow), and so does
+the first one if the search has not ended HARD_SECONDS after it (a target that does not
+answer: a step cannot be cut, and replaying a slow failure from a reset may take minutes):
+the campaign keeps the classes found, and the failure it was shrinking or replaying as it
+stood, unreplayed. Once the search has ended, a signal only keeps later campaigns from
+starting: the report and its files are written whatever arrives. Only before the first
+search (a target that does not start) does a second signal end the command at once (130).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import os
 import signal
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from types import TracebackType
+from typing import Any, Callable, Iterator
 
 from duespec.targets.resolve import UserInterrupt
 
@@ -25,6 +30,11 @@ from duespec.targets.resolve import UserInterrupt
 GRACE_SECONDS = 3.0
 #: Seconds after a signal by which the search must have ended; then it is interrupted.
 HARD_SECONDS = GRACE_SECONDS + 5.0
+
+
+class StopNow(UserInterrupt):
+    """A second signal, or the first one's HARD_SECONDS passed, while a search runs: the
+    search ends where it stands (Stopper.searching keeps what it found)."""
 
 
 class Stopper:
@@ -37,6 +47,9 @@ class Stopper:
         self.reason: str | None = None
         self.grace_until: float | None = None
         self._watchdog: threading.Timer | None = None
+        #: "setup" before the first search, "search" during one, "report" after one (or while
+        #: worker processes search): a signal then is only noted.
+        self.phase = "setup"
 
     def request(self, reason: str) -> None:
         if self.reason is None:
@@ -65,6 +78,11 @@ class Stopper:
             self._watchdog.cancel()
             self._watchdog = None
 
+    def searching(self, on_stop_now: Callable[[], None]) -> AbstractContextManager[None]:
+        """`with stopper.searching(keep):` a search runs; a StopNow ends it there, `keep` is
+        called (to keep what the search had), and the code after the block goes on."""
+        return _Searching(self, on_stop_now)
+
     @contextmanager
     def signals(self) -> Iterator[None]:
         """SIGTERM and SIGINT request a stop while the campaign runs (main thread only);
@@ -76,10 +94,13 @@ class Stopper:
         previous: dict[int, Any] = {}
 
         def asked(signum: int, frame: object) -> None:
-            if self.reason is not None and self.reason in names.values():
-                self.settle()
-                raise UserInterrupt()  # asked twice: stop now
+            repeated = self.reason is not None and self.reason in names.values()
             self.request(names.get(signum, f"signal {signum}"))
+            if self.phase == "report":
+                return  # what was found is being reported: nothing is lost by finishing that
+            if repeated:
+                self.settle()
+                raise StopNow() if self.phase == "search" else UserInterrupt()  # asked twice: stop now
             if self._watchdog is None:  # a step that never ends must not hold the stop forever
                 self._watchdog = threading.Timer(HARD_SECONDS, os.kill, (os.getpid(), signum))
                 self._watchdog.daemon = True
@@ -93,3 +114,22 @@ class Stopper:
             self.settle()
             for number, handler in previous.items():
                 signal.signal(number, handler)
+
+
+class _Searching:
+    """Stopper.searching: a class, so that it may swallow the StopNow it ends the search with."""
+
+    def __init__(self, stopper: Stopper, on_stop_now: Callable[[], None]) -> None:
+        self.stopper, self.on_stop_now = stopper, on_stop_now
+
+    def __enter__(self) -> None:
+        self.stopper.phase = "search"
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> bool:
+        self.stopper.phase = "report"
+        self.stopper.settle()
+        if isinstance(error, StopNow):
+            self.on_stop_now()
+            return True
+        return False

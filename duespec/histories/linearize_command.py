@@ -1,18 +1,21 @@
 """`duespec linearize HISTORY --system S`: the verdict on a concurrent history, for people.
 
-Exit 0 linearizable, 1 not linearizable (with a shrunk counterexample), 2 bad usage or a
-malformed history, 3 unknown: the budget ran out first. Unknown is never 0: a checker
-that gave up has not shown anything holds. The user's guide is docs/linearize.md.
+Exit 0 linearizable, 1 not linearizable (with a shrunk counterexample) or calls left
+unanswered (5xx, or lost) unless --allow-unanswered, 2 bad usage or a malformed history,
+3 unknown: the budget ran out first. Unknown is never 0: a checker that gave up has not
+shown anything holds. Both formats read alike: a 5xx answer is an unknown outcome. The user's guide is docs/linearize.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
 
-from duespec.histories.format import History, HistoryError
+from duespec.exits import EXIT_FAILED
+from duespec.histories.format import Event, History, HistoryError
 from duespec.systems import system_argument
 
 #: Default seconds for the search (and, again, for shrinking a counterexample).
@@ -59,6 +62,49 @@ def memory_mib(text: str) -> int:
     return value
 
 
+def answered_5xx(event: Event) -> bool:
+    """Whether the server answered this call with a 5xx the specification never gives (its
+    search ops' 501 is an answer like any other): in duespec's format, a response of that
+    status; in the valid/ format (read as an unknown outcome), its envelope's."""
+    from duespec.histories.resonate_valid import unanswered_status
+
+    answer = event.response if event.outcome == "ok" else (event.wire or {}).get("response")
+    if not isinstance(answer, dict):
+        return False
+    head = answer.get("head")
+    return unanswered_status(head.get("status") if isinstance(head, dict) else answer.get("status"))
+
+
+def unanswered_as_unknown(history: History) -> History:
+    """One rule for every format: a call answered 5xx is an unknown outcome to the search.
+
+    The server said that it failed, not what it did, so the call may or may not have taken
+    effect, as the specification's valid/ checkers read a 500 (and as a lost answer is
+    read). Its answer is kept under the event's wire, for people."""
+    events = [dataclasses.replace(event, outcome="unknown", response=None,
+                                  wire={"response": event.response, **(event.wire or {})})
+              if event.outcome == "ok" and answered_5xx(event) else event for event in history.events]
+    return dataclasses.replace(history, events=events)
+
+
+def unanswered_finding(history: History, allowed: bool) -> tuple[str | None, bool]:
+    """The calls the server left unanswered (5xx, or no answer at all), as one finding of its
+    own: (what to say, or None when there are none; whether it fails the check). A server
+    that answers 500 to everything must never pass because every call is then unknown."""
+    unknown = [event for event in history.events if event.outcome == "unknown"]
+    if not unknown:
+        return None, False
+    errors = sum(1 for event in unknown if answered_5xx(event))
+    lost = len(unknown) - errors
+    parts = [f"{errors:,} call{'' if errors == 1 else 's'} answered 5xx"] if errors else []
+    parts += [f"{lost:,} call{'' if lost == 1 else 's'} lost (no answer: timed out or the connection broke)"] if lost else []
+    what = (f"UNANSWERED: {' and '.join(parts)}, each an unknown outcome to the search (it may or may not have "
+            f"taken effect)")
+    if allowed:
+        return what + "; accepted (--allow-unanswered), so it does not fail the check", False
+    return what + "; a finding of its own, which fails the check (--allow-unanswered accepts it)", True
+
+
 def load(path: str, system: str | None, max_events: int) -> History:
     """A duespec history or a Resonate valid/ trace or .history capture, checked for `system`."""
     from duespec.exits import UsageError
@@ -79,26 +125,38 @@ def load(path: str, system: str | None, max_events: int) -> History:
 
 def judge(history: History, *, source: str, profile: str | None, budget: float, max_timer_lag: int,
           html_path: str | None = None, json_path: str | None = None, out=None,
-          max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB) -> int:
-    """Check, print the verdict, write the reports; the exit code. Shared with `duespec stress`."""
+          max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB, allow_unanswered: bool = False) -> int:
+    """Check, print the verdict, write the reports; the exit code. Shared with `duespec stress`.
+
+    The exit code is derived from the search's verdict and the unanswered calls: 5xx or
+    lost answers fail the check (exit 1) unless `allow_unanswered`, whatever the search says."""
     from duespec.exits import UsageError
     from duespec.histories.linearize import check_history
     from duespec.histories.report import describe, render_html
     from duespec.outputs import write_text
 
     out = out or sys.stdout
+    history = unanswered_as_unknown(history)
     try:
         verdict = check_history(history, profile=profile, budget=budget, max_timer_lag=max_timer_lag,
                                 max_memory=max_memory_mib * 2**20)
     except ValueError as error:  # a profile or config the model refuses
         raise UsageError(f"{source}: {error}") from None
+    unanswered, fails = unanswered_finding(history, allow_unanswered)
+    if unanswered is not None:
+        verdict.notes.append(unanswered)
+    code = EXIT_FAILED if fails else verdict.exit_code
     # The files first: a closed stdout (a pipe into `head`) must not cost the reports.
     if html_path:
         write_text(html_path, render_html(verdict, source), what="--html")
     if json_path:
-        write_text(json_path, json.dumps(verdict.to_json(), indent=1) + "\n", what="--json")
-    print(describe(verdict) + (f"\nreport: {html_path}" if html_path else ""), file=out, flush=True)
-    return verdict.exit_code
+        report = {**verdict.to_json(), "exit_code": code,
+                  "unanswered": {"calls": sum(1 for e in history.events if e.outcome == "unknown"),
+                                 "allowed": allow_unanswered, "fails": fails}}
+        write_text(json_path, json.dumps(report, indent=1) + "\n", what="--json")
+    first = f"FAILED: {unanswered}\n" if fails else ""
+    print(first + describe(verdict) + (f"\nreport: {html_path}" if html_path else ""), file=out, flush=True)
+    return code
 
 
 def main(args: argparse.Namespace) -> int:
@@ -113,7 +171,7 @@ def main(args: argparse.Namespace) -> int:
     history = load(args.history, args.system, args.max_events)
     return judge(history, source=args.history, profile=args.profile, budget=args.budget,
                  max_timer_lag=args.max_timer_lag, html_path=args.html, json_path=args.json,
-                 max_memory_mib=args.max_memory)
+                 max_memory_mib=args.max_memory, allow_unanswered=args.allow_unanswered)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -144,6 +202,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-events", type=int, default=MAX_CHECK_EVENTS, metavar="N",
                         help=f"refuse a history of more events, before reading the rest (default "
                              f"{MAX_CHECK_EVENTS:,}; at most 1,000,000)")
+    add_allow_unanswered(parser)
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON")
     parser.set_defaults(run=main)
+
+
+def add_allow_unanswered(parser: argparse.ArgumentParser) -> None:
+    """--allow-unanswered, the same for `linearize` and `stress`."""
+    parser.add_argument("--allow-unanswered", action="store_true",
+                        help="accept calls answered 5xx or lost (no answer): still checked as unknown "
+                             "outcomes and reported, they no longer fail the check by themselves")

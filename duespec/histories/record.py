@@ -170,10 +170,19 @@ class Recorder:
         except web.HTTPRequestEntityTooLarge:
             self.stats.skip(f"request bodies over {MAX_BODY:,} bytes (answered 413, not forwarded)")
             return web.Response(status=413, text=f"duespec record: request body over {MAX_BODY:,} bytes\n")
+        except (ConnectionError, aiohttp.ClientPayloadError) as error:
+            # The client hung up before its whole body came: nothing went upstream, so there
+            # is no call to record (the client is gone; the answer reaches no one).
+            self.stats.skip("requests whose client disconnected before sending its whole body (not forwarded)")
+            self.log(f"duespec record: {request.method} {request.path}: client disconnected mid-body "
+                     f"({type(error).__name__}); nothing forwarded or recorded")
+            return web.Response(status=400, text="duespec record: the request body was cut short\n")
         client = self.client_of(request)
         call = self._classify(request, body, client)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        target = URL(str(self.upstream.origin()) + request.raw_path, encoded=True)
+        # rel_url: the path and query of an origin-form request line (`POST / HTTP/1.1`) and of
+        # an absolute-form one (`POST http://host:port/`, what a client behind a proxy sends) alike
+        target = URL(str(self.upstream.origin()) + request.rel_url.raw_path_qs, encoded=True)
         call_ns, call_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
         if call is not None:
             call.call_ns, call.call_ms, call.request_id = call_ns, call_ms, id(request)

@@ -233,7 +233,8 @@ def render_html(verdict: Verdict, source: str = "") -> str:
              f"{_e(verdict.status)}</title><style>{_CSS}</style></head><body>",
              f"<h1 id=verdict class={status_class} data-status=\"{_e(verdict.status)}\">"
              f"{_e(verdict.status.upper())}</h1>",
-             f"<p id=summary>{_e(source + ': ' if source else '')}{_e(_summary(verdict))}</p>"]
+             f"<p id=summary>{_e(source + ': ' if source else '')}{_e(_summary(verdict))}</p>",
+             *(f"<p class=note>{_e(note)}</p>" for note in verdict.notes)]
     cx = verdict.counterexample
     if cx is None:
         if verdict.status == "unknown":

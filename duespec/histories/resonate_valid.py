@@ -6,7 +6,9 @@ pinned instant in ms, the request's `data`, the whole response envelope), and it
 `.history` captures add `call`, `return` (the recorder's ns) and `client` (an integer) to
 each line. Internal steps (timeouts firing) are never in the file: a checker places them.
 A 500 answer is an operation whose outcome nobody saw (their "pending"), which is
-duespec's `unknown` outcome. The facts and the mapping are in docs/field.md.
+duespec's `unknown` outcome; so is any 5xx but the 501 the specification answers its
+search ops with, in this format as in duespec's own (`duespec linearize` reports such
+calls as a finding of their own). The facts and the mapping are in docs/field.md.
 
 Reading turns such a file into a duespec History, so `duespec linearize` checks the
 specification's own captures; `read_any_history` tells the two formats apart by their first
@@ -42,6 +44,15 @@ PENDING_STATUS = 500
 #: kinds are internal steps there, which a file of this format must not hold.
 EXTERNAL_OPS = frozenset(op for kind, op in OP_OF_KIND.items() if not kind.startswith("debug."))
 _LINE_KEYS = frozenset({"kind", "now", "req", "res", "call", "return", "client"})
+#: 5xx answers the specification gives itself (501: the search ops are not implemented),
+#: compared like any other answer; any other 5xx is the server failing to answer.
+SPECIFIED_5XX = frozenset({501})
+
+
+def unanswered_status(status: Json) -> bool:
+    """Whether an answer of this status says nothing of what the server did: a 5xx the
+    specification never gives. The call may or may not have taken effect."""
+    return type(status) is int and 500 <= status <= 599 and status not in SPECIFIED_5XX
 
 
 def read_any_history(path: str | os.PathLike[str], *, max_events: int = MAX_EVENTS) -> History:
@@ -177,7 +188,7 @@ def _event(value: Json, header: HistoryHeader, where: str, line: int, index: int
         op, args, _ = request_to_op(Request(kind, corr_id, dict(req), now), now)
     except WireError as error:
         raise bad(f"req is not a valid {kind} request: {error.message}") from None
-    if status == PENDING_STATUS:
+    if unanswered_status(status):  # the server failed, not said what it did: applied or not
         outcome, response = "unknown", None
     else:
         outcome = "ok"

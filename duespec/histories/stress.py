@@ -43,6 +43,9 @@ PIN_START_MS = 1_735_689_600_000 - 20_000
 DEFAULT_PIN_STEP_MS = 100
 #: Seconds one call may take before it is given up on (recorded with outcome unknown).
 CALL_TIMEOUT = 10.0
+#: Calls in a row that get no answer at all (the connection refused or broken, or timed
+#: out) after which the target is taken for dead: the run ends, "target unusable", exit 2.
+DEAD_AFTER = 20
 VALUE = {"headers": {}, "data": None}
 #: The largest run: every event is held in memory for the check.
 MAX_OPS = 200_000
@@ -170,6 +173,8 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
                     rng=random.Random(seed))
     remaining = [ops]
     counter = [0]
+    #: calls in a row with no answer, and the last one's error: DEAD_AFTER of them end the run
+    unanswered: list[Any] = [0, None]
     connector = aiohttp.TCPConnector(limit=clients + 1)
     timeout = aiohttp.ClientTimeout(total=CALL_TIMEOUT)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
@@ -178,7 +183,7 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
         async def client(n: int) -> None:
             rng = random.Random(seed * 1_000_003 + n)
             name = f"c{n}"
-            while remaining[0] > 0:
+            while remaining[0] > 0 and unanswered[0] < DEAD_AFTER:
                 remaining[0] -= 1
                 counter[0] += 1
                 corr = f"{name}.{counter[0]}"
@@ -195,11 +200,12 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
                 try:
                     status, answer = await _post(session, url, body)
                     wire_status, wire_data = check_envelope(answer, kind, corr, status)
-                    response = op_response(op, wire_status, wire_data)
-                    outcome = "unknown" if wire_status == 500 else "ok"
-                    if outcome == "unknown":
-                        response = None
-                except (aiohttp.ClientError, asyncio.TimeoutError, ProtocolViolation, ValueError):
+                    response, outcome = op_response(op, wire_status, wire_data), "ok"  # a 5xx: judge()'s
+                    unanswered[0] = 0
+                except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+                    response, outcome = None, "unknown"
+                    unanswered[0], unanswered[1] = unanswered[0] + 1, error
+                except (ProtocolViolation, ValueError):
                     response, outcome = None, "unknown"
                 return_ns, return_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
                 learn(shared, op, response)
@@ -208,6 +214,11 @@ async def run_clients(url: str, *, clients: int, ops: int, clock: str, seed: int
                                        now))
 
         await asyncio.gather(*(client(n) for n in range(clients)))
+    if unanswered[0] >= DEAD_AFTER:
+        error = unanswered[1]
+        raise StressError(f"{url} stopped answering: {DEAD_AFTER} calls in a row got no answer (the last: "
+                          f"{type(error).__name__}{': ' + str(error)[:200] if str(error) else ''}), after "
+                          f"{ops - remaining[0]:,} of {ops:,} calls")
     return ops
 
 
@@ -272,8 +283,7 @@ def run_threads(factory: Any, *, clients: int, ops: int, seed: int, keys: int, w
                 call_ns, call_ms = time.monotonic_ns(), time.time_ns() // 1_000_000
             response: dict[str, Json] | None
             try:
-                response = target.step(op, args, now)
-                outcome = "unknown" if response.get("status") == 500 else "ok"
+                response, outcome = target.step(op, args, now), "ok"  # a 5xx is judge()'s to read
             except TargetError as error:
                 (unusable if error.unusable else raised).append(error)
                 response, outcome = None, "unknown"
@@ -320,7 +330,11 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
            profile: str = "lean", db: str = ":memory:", tick_ms: int | None = None, unsafe: bool = False,
            step_ms: int = DEFAULT_PIN_STEP_MS, ticks: bool = False) -> History:
     """Drive the target and return the recorded history (also written to `output`)."""
+    import sqlite3
+
+    from duespec.exits import UsageError
     from duespec.histories.format import read_history
+    from duespec.impl.schedules_sql import StoreError
 
     config = {"profile": profile, "retry_timeout": 5000}
     header = HistoryHeader("schedules", clock, config, "duespec stress",
@@ -331,7 +345,10 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
             run_threads(factory, clients=clients, ops=ops, seed=seed, keys=keys, writer=writer, step_ms=step_ms,
                         config=config, ticks=ticks)
         return read_history(output)
-    served = start_serve(clock, db, profile, tick_ms, unsafe) if target == "serve" else None
+    try:
+        served = start_serve(clock, db, profile, tick_ms, unsafe) if target == "serve" else None
+    except (ValueError, OSError, sqlite3.Error, StoreError) as error:
+        raise UsageError(f"--db {db[:200]!r}: cannot open the store: {error}") from None
     try:
         url = served.url if served is not None else target
         with HistoryWriter(output, header) as writer:
@@ -355,6 +372,12 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--ops must lie in [1, {MAX_OPS:,}], got {args.ops}")
     if not 1 <= args.keys <= 1000:
         raise UsageError(f"--keys must lie in [1, 1000], got {args.keys}")
+    if not 0 <= args.pin_step_ms <= 86_400_000:
+        raise UsageError(f"--pin-step-ms must lie in [0, 86400000], got {args.pin_step_ms}")
+    if args.db != ":memory:" and (os.path.exists(args.db) and not os.path.isfile(args.db)
+                                  or not os.path.isdir(os.path.dirname(os.path.abspath(args.db)))):
+        raise UsageError(f"--db {args.db[:200]!r}: not a regular file in an existing folder (the SQLite store, "
+                         f"an existing one or a new name)")
     in_process = is_in_process(args.target)
     if args.target != "serve" and not args.target.startswith(("http://", "https://")) and not in_process:
         raise UsageError(f"--target must be an http(s) URL, `serve` or module:factory, got {args.target[:200]!r}")
@@ -383,7 +406,8 @@ def main(args: argparse.Namespace) -> int:
                          keys=args.keys, output=output, profile=args.profile, db=args.db, tick_ms=args.tick_ms,
                          unsafe=args.unsafe_drop_acquire_lock, step_ms=args.pin_step_ms, ticks=args.ticks)
     except StressError as error:
-        raise UsageError(f"target unusable: {error}") from None
+        kept = f"; the history up to there: {output}" if output.exists() and output.stat().st_size else ""
+        raise UsageError(f"target unusable: {error}{kept}") from None
     except HistoryError as error:
         raise UsageError(f"the recorded history does not read back: {error}") from None
     unknown = sum(1 for e in history.events if e.outcome == "unknown")
@@ -391,7 +415,7 @@ def main(args: argparse.Namespace) -> int:
           f"{time.perf_counter() - started:.1f} s ({args.clock} clock"
           f"{f', {unknown} with outcome unknown' if unknown else ''}); history {output}", flush=True)
     code = judge(history, source=str(output), profile=None, budget=args.budget, max_timer_lag=args.max_timer_lag,
-                 html_path=args.html)
+                 html_path=args.html, allow_unanswered=args.allow_unanswered)
     if not keep and code == 0:
         output.unlink()
         os.rmdir(output.parent)
@@ -400,14 +424,15 @@ def main(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from duespec.histories.linearize import DEFAULT_MAX_TIMER_LAG
-    from duespec.histories.linearize_command import budget_seconds
+    from duespec.histories.linearize_command import _non_negative, add_allow_unanswered, budget_seconds
 
     parser = subparsers.add_parser(
         "stress", help="drive a server with many concurrent clients and check the history",
         description="Run N concurrent clients against a Resonate server, drawing calls from small shared "
                     "id pools so they contend; record the history (docs/histories.md) and judge it with "
-                    "duespec linearize. Exit 0 linearizable, 1 not (counterexample printed), 2 bad usage "
-                    "or an unusable target, 3 unknown (the budget ran out). See docs/linearize.md.",
+                    "duespec linearize. Exit 0 linearizable, 1 not (counterexample printed) or calls answered "
+                    "5xx or lost, 2 bad usage or an unusable target (one that stops answering), 3 unknown "
+                    "(the budget ran out). See docs/linearize.md.",
         epilog="example: duespec stress schedules --target serve --clients 8 --ops 400 --seed 1")
     parser.add_argument("system", choices=("schedules",))
     parser.add_argument("--target", required=True,
@@ -432,8 +457,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=budget_seconds, default=DEFAULT_STRESS_BUDGET, metavar="SECONDS",
                         help=f"seconds for the check, and again for shrinking a counterexample (default "
                              f"{DEFAULT_STRESS_BUDGET:g}: a run stays under half a minute)")
-    parser.add_argument("--max-timer-lag", type=int, default=DEFAULT_MAX_TIMER_LAG, metavar="MS",
+    parser.add_argument("--max-timer-lag", type=_non_negative, default=DEFAULT_MAX_TIMER_LAG, metavar="MS",
                         help="real clock: how late the server may fire a due timeout")
+    add_allow_unanswered(parser)
     parser.add_argument("--html", metavar="FILE", help="also write linearize's HTML report")
     parser.add_argument("--profile", choices=("lean", "deployed"), default="lean",
                         help="the spec reading the server is reset to (default lean)")
