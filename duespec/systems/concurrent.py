@@ -14,6 +14,10 @@ system (duespec/systems is the only place that knows one):
 - `timers` and `tick`: the instants at which the model's state has a timeout due, and
   the op that fires what is due, so that under the real clock the search can place the
   server's background timeouts as internal steps.
+- `touched` and `project`: for a call that may touch every key but whose recorded answer
+  says which keys it changed (a `tick` and its `fired`), those keys, and the part of an
+  answer that concerns some keys. Such a call is checked in every part, against its
+  answer's part there, instead of putting the whole history in one part.
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ class Concurrency:
     #: The op (args {}) that fires every timeout due at its `now`, or None if the system has
     #: no background timeouts.
     tick: str | None
+    #: (op, answer, keys) -> the part of the answer that concerns `keys` (None: all of it),
+    #: in a form compared whole; None when the op's answer does not say what it touched
+    #: (the call then stays in one part with everything).
+    project: Callable[[str, Json, frozenset[str] | None], Json] | None = None
+    #: (op, recorded answer) -> the keys the answer says the call changed, or None when it
+    #: does not say (then `project` is not used for that call).
+    touched: Callable[[str, Json], frozenset[str] | None] | None = None
 
 
 def concurrency_of(system: str) -> Concurrency:

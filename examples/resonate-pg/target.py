@@ -12,10 +12,13 @@ is the wire's, unchanged. resonate-pg has no debug kinds (it answers them 501), 
 environment and the checker's controls are done here, against its own functions and
 tables:
 
-- `tick`: `resonate.process_timeouts(now)`, its timer driver. It returns a count, not
-  which timeouts fired, so `fired` is read from its tables in the same transaction, in
-  the order its three passes take them (due promises, then due tasks, then due schedules:
-  see `_due`); the count it returns must equal the length of that list, or the step fails.
+- `tick`: `resonate.process_timeouts(now)`, its timer driver. It returns a count of the
+  timeouts it selected as due, not which it fired, so the due rows are read from its
+  tables in the same transaction before it runs, in the order its three passes take them
+  (due promises, then due tasks, then due schedules: see `_due`); the count must equal the
+  length of that list, or the step fails. `fired` keeps those this pass really fired (see
+  `_fired_by_this_pass`): when two passes overlap, one may select a timeout the other
+  fires first, and finding it no longer due, do nothing.
 - `schedule.timeout` / `promise.timeout`: `resonate._on_schedule_timeout(id, now)` /
   `resonate._on_promise_timeout(id, now)`, the transitions process_timeouts runs; a
   promise's only once due, as its driver calls it (docs/operations.md: an early delivery
@@ -290,11 +293,12 @@ class ResonatePgTarget:
         conn = self.conn
         with conn.transaction():
             if op == "tick":
-                fired = _due(conn, now)
+                due = _due(conn, now)
                 count = conn.execute("SELECT resonate.process_timeouts(%s::bigint)", [now]).fetchone()[0]
-                if count != len(fired):
+                if count != len(due):
                     raise TargetError(f"process_timeouts({now}) fired {count} timeouts, its tables said "
-                                      f"{len(fired)} were due: {fired}")
+                                      f"{len(due)} were due: {due}")
+                fired = _fired_by_this_pass(conn, due)
                 self.last_exchange = f"SELECT resonate.process_timeouts({now}) -> {count}"
                 return {"status": 200, "fired": fired}
             function = "_on_schedule_timeout" if op == "schedule.timeout" else "_on_promise_timeout"
@@ -349,3 +353,37 @@ def _due(conn: psycopg.Connection, now: int) -> list[dict[str, str]]:
             + [{"kind": TASK_TIMEOUT_NAME[state], "id": id} for id, state in tasks]
             + [{"kind": "schedule", "id": id} for id in schedules])
 
+
+
+#: Whether a row was written by the current transaction (or one of its subtransactions:
+#: process_timeouts runs its passes inside an EXCEPTION block). A row another session
+#: wrote is visible only once that session committed, so a visible row whose xmin is still
+#: in progress is this transaction's own. xmin is 32 bits; its epoch is the current one
+#: (a test database never wraps around), and a smaller xmin is older than this transaction.
+_WRITTEN_HERE = """(CASE WHEN {row}.xmin::text::bigint >= (pg_current_xact_id()::text::bigint & 4294967295)
+  THEN pg_xact_status(((pg_current_xact_id()::text::bigint >> 32 << 32) + {row}.xmin::text::bigint)::text::xid8)
+       = 'in progress' ELSE false END)"""
+
+
+def _fired_by_this_pass(conn: psycopg.Connection, due: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Of the timeouts process_timeouts selected (`due`, in its order), those its handlers
+    fired: a promise or task row this transaction wrote (a handler that finds the promise
+    no longer pending, or the task no longer in the state it was selected in, returns
+    without writing); a schedule whose last occurrence's promise this transaction created
+    (its handler always rewrites the schedule row, but creates occurrences only when one is
+    still owed). The handlers hold each id's lock to the end of the transaction, so what is
+    read here is what they did."""
+    promises = [entry["id"] for entry in due if entry["kind"] == "promise"]
+    tasks = [entry["id"] for entry in due if entry["kind"] in ("retry", "lease")]
+    schedules = [entry["id"] for entry in due if entry["kind"] == "schedule"]
+    written = {("promise", row[0]) for row in conn.execute(
+        f"SELECT p.id FROM resonate.promises p WHERE p.id = ANY(%s) AND {_WRITTEN_HERE.format(row='p')}",
+        [promises])}
+    written |= {("task", row[0]) for row in conn.execute(
+        f"SELECT t.id FROM resonate.tasks t WHERE t.id = ANY(%s) AND {_WRITTEN_HERE.format(row='t')}", [tasks])}
+    written |= {("schedule", row[0]) for row in conn.execute(
+        f"SELECT s.id FROM resonate.schedules s JOIN resonate.promises p"
+        f" ON p.id = resonate._expand(s.promise_id, s.id, s.last_run_at)"
+        f" WHERE s.id = ANY(%s) AND {_WRITTEN_HERE.format(row='p')}", [schedules])}
+    return [entry for entry in due
+            if (entry["kind"] if entry["kind"] in ("promise", "schedule") else "task", entry["id"]) in written]

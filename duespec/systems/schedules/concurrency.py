@@ -96,5 +96,40 @@ def next_timer(observed: dict[str, Json]) -> int | None:
     return min(due) if due else None
 
 
+def fired_key(entry: Json) -> str | None:
+    """The key a `fired` entry of a tick changed: a schedule's, or a promise's (its task's
+    retry and lease share it); None for an entry of no known shape."""
+    if type(entry) is not dict or type(entry.get("id")) is not str:
+        return None
+    if entry.get("kind") == "schedule":
+        return "s:" + entry["id"]
+    return "p:" + entry["id"] if entry.get("kind") in ("promise", "retry", "lease") else None
+
+
+def project_answer(op: str, answer: Json, keys: frozenset[str] | None) -> Json:
+    """A tick's answer as far as `keys` go: its status, and the entries of `fired` on those
+    keys, sorted. Sorted, because the order within one timer pass is the dispatcher's:
+    docs/operations.md fixes one so two sequential runs compare, resonate-pg's passes take
+    promises, then tasks, then schedules (examples/resonate-pg/declared.toml frees it), and
+    entries on different keys land in different parts. What fired, and how often, is
+    still compared. None for an answer that does not say what fired (an error, another op)."""
+    if op != "tick" or type(answer) is not dict or type(answer.get("fired")) is not list:
+        return None
+    entries = answer["fired"]
+    if any(fired_key(entry) is None for entry in entries):
+        return None
+    kept = [entry for entry in entries if keys is None or fired_key(entry) in keys]
+    return {**answer, "fired": sorted(kept, key=lambda entry: (entry["id"], str(entry.get("kind"))))}
+
+
+def fired_keys(op: str, answer: Json) -> frozenset[str] | None:
+    """The keys a recorded tick says it changed (those of what it fired), or None when its
+    answer does not say (an error, an entry of no known shape, another op)."""
+    projected = project_answer(op, answer, None)
+    if projected is None:
+        return None
+    return frozenset(key for entry in projected["fired"] if (key := fired_key(entry)) is not None)
+
+
 CONCURRENCY = Concurrency(fork=fork_model, keys=concurrent_keys, links=concurrent_links,
-                          next_timer=next_timer, tick="tick")
+                          next_timer=next_timer, tick="tick", project=project_answer, touched=fired_keys)
