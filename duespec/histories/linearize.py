@@ -521,11 +521,13 @@ def projected_calls(events: list[Event], hooks: Concurrency, clock: str) -> set[
     changed (a tick and what it fired: Concurrency.project), on the pinned clock. In a
     partitioned check each is split: one call per part, each with its share of the
     answer, taking effect at its own instant inside the call's interval (docs/linearize.md,
-    "Ticks"). (Under the real clock a recorded tick stays in one part with all.)"""
-    if clock != "pinned" or hooks.project is None or hooks.touched is None:
+    "Ticks"). Under the real clock only those that touched nothing (a search answered
+    without reading): a recorded tick stays in one part with all."""
+    if hooks.project is None or hooks.touched is None:
         return set()
     return {i for i, e in enumerate(events)
-            if e.outcome == "ok" and hooks.keys(e.op, e.args) is None and hooks.touched(e.op, e.response) is not None}
+            if e.outcome == "ok" and hooks.keys(e.op, e.args) is None
+            and (touched := hooks.touched(e.op, e.response)) is not None and (clock == "pinned" or not touched)}
 
 
 def part_keys(events: list[Event], groups: list[list[int]], hooks: Concurrency, clock: str) -> list[frozenset[str] | None]:

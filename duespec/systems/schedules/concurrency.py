@@ -5,7 +5,7 @@ from __future__ import annotations
 from duespec.model import schedules as model
 from duespec.systems.concurrent import Concurrency, template_pattern
 from duespec.systems.schedules.adapter import ModelTarget
-from duespec.targets.interface import Json
+from duespec.targets.interface import Json, comparable
 
 
 def fork_model(target: ModelTarget) -> ModelTarget:
@@ -106,13 +106,21 @@ def fired_key(entry: Json) -> str | None:
     return "p:" + entry["id"] if entry.get("kind") in ("promise", "retry", "lease") else None
 
 
+#: The searches: they read every key, unless they answer without reading (lean answers
+#: them 501 whatever the state).
+SEARCHES = ("promise.search", "task.search", "schedule.search")
+
+
 def project_answer(op: str, answer: Json, keys: frozenset[str] | None) -> Json:
     """A tick's answer as far as `keys` go: its status, and the entries of `fired` on those
     keys, sorted. Sorted, because the order within one timer pass is the dispatcher's:
     docs/operations.md fixes one so two sequential runs compare, resonate-pg's passes take
     promises, then tasks, then schedules (examples/resonate-pg/declared.toml frees it), and
     entries on different keys land in different parts. What fired, and how often, is
-    still compared. None for an answer that does not say what fired (an error, another op)."""
+    still compared. A search answered with no list (an error, lean's 501) read nothing: its
+    answer, whole, on any keys. None for an answer that does not say what it touched."""
+    if op in SEARCHES and type(answer) is dict and answer.get("status") != 200:
+        return comparable(answer)
     if op != "tick" or type(answer) is not dict or type(answer.get("fired")) is not list:
         return None
     entries = answer["fired"]
@@ -123,11 +131,14 @@ def project_answer(op: str, answer: Json, keys: frozenset[str] | None) -> Json:
 
 
 def fired_keys(op: str, answer: Json) -> frozenset[str] | None:
-    """The keys a recorded tick says it changed (those of what it fired), or None when its
-    answer does not say (an error, an entry of no known shape, another op)."""
+    """The keys a recorded tick says it changed (those of what it fired; none for a search
+    answered without a list), or None when its answer does not say (an error, an entry of
+    no known shape, another op)."""
     projected = project_answer(op, answer, None)
     if projected is None:
         return None
+    if op in SEARCHES:
+        return frozenset()
     return frozenset(key for entry in projected["fired"] if (key := fired_key(entry)) is not None)
 
 
