@@ -235,7 +235,7 @@ class _Search:
     """One WGL search over one part of a history (its calls sorted by call instant)."""
 
     def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
-                 clock: str, max_timer_lag: int, budget: _Budget, part_keys: frozenset[str] | None = None):
+                 clock: str, max_timer_lag: int, budget: _Budget, among: list[Event] | None = None):
         order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
         self.events = [events[i] for i in order]
         self.indices = [indices[i] for i in order]
@@ -255,12 +255,12 @@ class _Search:
         # Instants any call of this part names: one call's hidden `now` may show only in
         # another's answer (a stored createdAt, read back by a later get).
         self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _scalars(v, int)})
-        # Recorded ticks: compared by what they fired on this part's keys (`part_keys`, from
-        # partitions; None: all of it), each projected once (projected_calls).
-        assert self.hooks.project is not None or not projected_calls(self.events, self.hooks, clock)
-        self.part_keys = part_keys
-        self.recorded_part = {i: self.hooks.project(self.events[i].op, self.events[i].response, part_keys)
-                              for i in projected_calls(self.events, self.hooks, clock)}
+        # Recorded ticks: compared by what they fired on this part's keys (part_keys), each
+        # projected once (projected_calls).
+        projected = projected_calls(self.events, self.hooks, clock)
+        self.part_keys = part_keys(self.events, self.hooks, projected, among)
+        self.recorded_part = {i: self.hooks.project(self.events[i].op, self.events[i].response, self.part_keys)
+                              for i in projected if self.hooks.project is not None}
 
     def fresh(self) -> Any:
         target = self.factory()
@@ -530,20 +530,23 @@ def projected_calls(events: list[Event], hooks: Concurrency, clock: str) -> set[
             and (touched := hooks.touched(e.op, e.response)) is not None and (clock == "pinned" or not touched)}
 
 
-def part_keys(events: list[Event], groups: list[list[int]], hooks: Concurrency, clock: str) -> list[frozenset[str] | None]:
-    """For each group of partitions(): the keys its recorded ticks are compared on (every
-    key its other calls name, and the keys links join to them), or None (compared whole)
-    when the history is one part."""
-    if len(groups) <= 1:
-        return [None] * len(groups)
-    everywhere = projected_calls(events, hooks, clock)
-    out: list[frozenset[str] | None] = []
-    for group in groups:
-        calls = [(events[i].op, events[i].args) for i in group if i not in everywhere]
-        keys = {k for op, args in calls for k in (hooks.keys(op, args) or ())}
-        keys.update(k for pair in hooks.links(calls) for k in pair)
-        out.append(frozenset(keys))
-    return out
+def part_keys(events: list[Event], hooks: Concurrency, projected: set[int],
+              among: list[Event] | None = None) -> frozenset[str] | None:
+    """The keys a part's recorded ticks are compared on: every key its other calls name,
+    and the keys links join to them. `among`: the (sub)history partitions() cut this part
+    from, when it cut it into several (a tick's other keys are other parts'); else, as for
+    one part with everything, None (all of what fired) when a tick fired a key no call
+    names."""
+    if not projected:
+        return None
+    calls = [(e.op, e.args) for i, e in enumerate(events) if i not in projected]
+    keys = {k for op, args in calls for k in (hooks.keys(op, args) or ())}
+    keys.update(k for pair in hooks.links(calls) for k in pair)
+    assert hooks.touched is not None
+    if among is None and any(not (hooks.touched(events[i].op, events[i].response) or frozenset()) <= keys
+                             for i in projected):
+        return None
+    return frozenset(keys)
 
 
 def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> list[list[int]]:
@@ -597,8 +600,9 @@ def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> 
 
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
             lag: int, budget: _Budget, max_states: float = _INF,
-            keys: frozenset[str] | None = None) -> tuple[_Result, _Search]:
-    search = _Search(events, indices, system, config, clock, lag, budget, keys)
+            among: list[Event] | None = None) -> tuple[_Result, _Search]:
+    """`among`: the history partitions() cut these events from, if it cut it in several."""
+    search = _Search(events, indices, system, config, clock, lag, budget, among)
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
@@ -637,9 +641,9 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
     parts.sort(key=len)
     states, decided, progress, failing = 0, 0, None, None
-    for part, keys in zip(parts, part_keys(events, parts, hooks, clock)):
+    for part in parts:
         result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
-                                 clock_budget, keys=keys)
+                                 clock_budget, among=events if len(parts) > 1 else None)
         states += result.states
         if result.status == "linearizable":
             decided += 1
@@ -658,7 +662,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
         if shrink:
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
-                budget=budget, blocked=search.stuck(result).call)
+                budget=budget, blocked=search.stuck(result).call, partitioned=len(parts) > 1)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
@@ -672,7 +676,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
                           clock: str, lag: int, *, budget: float | None,
-                          blocked: int | None = None) -> Counterexample:
+                          blocked: int | None = None, partitioned: bool = False) -> Counterexample:
     """Drop calls while what is left stays a faithful counterexample; then check that
     removing any one call of what is left does not (minimality).
 
@@ -696,13 +700,15 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     not place) returned are cut, if what is left still fails: the search never got past
     that call, so they cannot matter to why it failed."""
     events = history.events
+    # `part` was cut from a history of several parts: a tick's keys outside it are others'.
+    among = events if partitioned else None
     overall = _Budget(budget)
     checks = 0
     start = list(part)
     if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
         cut = [i for i in part if events[i].call_ns <= events[blocked].return_ns]
         if len(cut) < len(part):
-            result, _ = _decide([events[i] for i in cut], cut, system, config, clock, lag, overall)
+            result, _ = _decide([events[i] for i in cut], cut, system, config, clock, lag, overall, among=among)
             checks += 1
             if result.status == "not linearizable":
                 start = cut
@@ -721,7 +727,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     while lo < hi and not overall.out():
         mid = (lo + hi) // 2
         head = prefix(mid)
-        result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall)
+        result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall, among=among)
         checks += 1
         if result.status == "not linearizable":
             hi = mid
@@ -731,7 +737,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             break
     if lo == hi and lo < len(by_return):
         start = prefix(lo)
-    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
+    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall, among=among)
     base = search.justification() if result.status == "not linearizable" else {}
     quick_states = max(_QUICK_STATES, result.states // 4)
     # The culprit: of the calls of that prefix, the one returned last without which the
@@ -744,7 +750,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             rest = [i for i in start if i != candidate]
             checks += 1
             if _decide([events[i] for i in rest], rest, system, config, clock, lag,
-                       overall)[0].status == "linearizable":
+                       overall, among=among)[0].status == "linearizable":
                 culprit = candidate
                 violation = Violation(candidate, NO_ORDER if base[candidate] == FULL else NEVER_GIVEN)
                 break
@@ -762,9 +768,9 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         hooks = concurrency_of(system)
         verdict = "linearizable"
         groups = partitions(sub, hooks, clock)
-        for group, keys in zip(groups, part_keys(sub, groups, hooks, clock)):
+        for group in groups:
             result, found = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
-                                    lag, overall, cap, keys)
+                                    lag, overall, cap, sub if len(groups) > 1 else among)
             if result.status == "not linearizable":
                 group_need = {subset[j]: base.get(subset[j], 0) for j in group}
                 if found.justification(group_need) is not None:
@@ -787,9 +793,9 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         rest = [i for i in subset if i != violation.culprit]
         others = [events[i] for i in rest]
         groups = partitions(others, hooks, clock)
-        for group, keys in zip(groups, part_keys(others, groups, hooks, clock)):
+        for group in groups:
             result, _ = _decide([others[j] for j in group], [rest[j] for j in group], system, config, clock,
-                                lag, overall, cap, keys)
+                                lag, overall, cap, others if len(groups) > 1 else among)
             if result.status == "not linearizable":
                 return "earlier"
             if result.status == "unknown":
@@ -854,6 +860,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
     final_budget = _Budget(None if budget is None else max(budget, 5.0))
-    result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
+    result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget,
+                             among=among)
     return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,
                           violation)

@@ -118,8 +118,10 @@ def _version(rng: random.Random, shared: Shared, id: str) -> int:
 
 def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -> tuple[str, dict[str, Json]]:
     """One call from the pools, weighted toward the ones that contend on a task."""
-    id = shared.id_of(rng.randrange(keys))
-    other = shared.id_of(rng.randrange(keys))
+    slot = rng.randrange(keys)
+    id = shared.id_of(slot)
+    # Another id for a callback or a suspend: a task awaiting its own promise is no real state.
+    other = shared.id_of((slot + 1 + rng.randrange(max(keys - 1, 1))) % keys) if keys > 1 else f"{id}-o"
     roll = rng.random()
     if roll < shared.ticks:
         return "tick", {}
@@ -132,9 +134,9 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         return kind, {"id": "s" + id}
     kind = rng.choices(list(WEIGHTS), list(WEIGHTS.values()))[0]
     if kind == "promise.create":
-        tags = {"resonate:target": "poll://any"} if rng.random() < 0.8 else {}
+        # Every promise has a target, as an SDK's do: callbacks and suspensions may await it.
         return kind, {"id": id, "timeoutAt": now_ms + rng.choice((300, 1_000, 10_000, 600_000)), "param": VALUE,
-                      "tags": tags}
+                      "tags": {"resonate:target": "poll://any"}}
     if kind in ("promise.get", "task.get", "task.halt", "task.continue"):
         return kind, {"id": id}
     if kind == "promise.settle":
@@ -142,7 +144,7 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
     if kind == "promise.register_callback":
         return kind, {"awaited": other, "awaiter": id}
     if kind == "promise.register_listener":
-        return kind, {"awaited": id, "address": f"poll://{pid}"}
+        return kind, {"awaited": id, "address": f"poll://listeners@{pid}"}
     if kind in ("promise.search", "task.search", "schedule.search"):
         return kind, {"promise.search": {"state": "pending"}, "task.search": {"state": "acquired"},
                       "schedule.search": {}}[kind]
@@ -167,7 +169,8 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
     if kind == "task.fulfill":
         return kind, {"id": id, "version": version, "action": {"id": id, "state": "resolved", "value": VALUE}}
     if kind == "task.suspend":
-        return kind, {"id": id, "version": version, "actions": [{"awaited": other, "awaiter": id}]}
+        return kind, {"id": id, "version": version,
+                      "actions": [{"awaited": other if other != id else f"{id}-o", "awaiter": id}]}
     if kind == "task.fence":
         action = ({"kind": "create", "id": f"{id}-f", "timeoutAt": now_ms + 10_000, "param": VALUE, "tags": {}}
                   if rng.random() < 0.5 else
