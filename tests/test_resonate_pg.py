@@ -410,3 +410,80 @@ def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None
     finally:
         for target in (a, b, watcher):
             target.close()
+
+
+#: `duespec stress` runs tried before a race is called not found: each a fresh database,
+#: 16 sessions and 1,000 calls with ticks; the races below show in one or two.
+STRESS_RUNS = 8
+
+
+def _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys, sql: Path | None = None):
+    """`duespec stress ... --ticks` (examples/resonate-pg/README.md), seed 1, 2, ... each on a
+    fresh database (resonate.sql, or `sql`), until one run is not linearizable: (seed,
+    the verdict's counterexample as JSON), or None after STRESS_RUNS runs."""
+    import json as json_module
+
+    if sql is not None:
+        monkeypatch.setattr(postgres, "sql", sql)
+    for seed in range(1, STRESS_RUNS + 1):
+        dsn = postgres.create_database(f"t{os.getpid()}_{next(_names)}")
+        monkeypatch.setenv("RESONATE_PG_DSN", dsn)
+        path = tmp_path / f"s{seed}.ndjson"
+        code = main(["stress", "schedules", "--target", "target:make_client", "--clients", "16", "--ops", "1000",
+                     "--ticks", "--seed", str(seed), "-o", str(path)])
+        capsys.readouterr()
+        assert code in (0, 1, 3), code
+        if code == 1:
+            from duespec.histories.linearize import check_history
+
+            verdict = check_history(read_history(path), budget=60)
+            assert verdict.status == "not linearizable"
+            return seed, json_module.loads(json_module.dumps(verdict.counterexample.to_json()))
+    return None
+
+
+@pytest.mark.long
+def test_stress_alone_finds_f6_two_timeout_passes_firing_one_timeout_twice(postgres, monkeypatch, tmp_path,
+                                                                            capsys) -> None:
+    """F-6 (docs/findings.md), found by `duespec stress --ticks` from a fresh database, with
+    no interleaving forced: the counterexample's culprit is a tick that fired a retry or a
+    lease of a task another tick, overlapping it, fired too."""
+    found = _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys)
+    assert found is not None, f"F-6 not found in {STRESS_RUNS} stress runs"
+    _, counterexample = found
+    culprit = counterexample["violation"]["culprit"]
+    by_index = dict(zip(counterexample["original"], counterexample["events"]))
+    tick = by_index[culprit]
+    assert tick["op"] == "tick", tick
+    task_timeouts = {(f["kind"], f["id"]) for f in tick["response"]["fired"] if f["kind"] in ("retry", "lease")}
+    others = [e for i, e in by_index.items() if i != culprit and e["op"] == "tick"
+              and e["call_ns"] < tick["return_ns"] and tick["call_ns"] < e["return_ns"]]
+    assert any({(f["kind"], f["id"]) for f in e["response"]["fired"]} & task_timeouts for e in others), \
+        counterexample
+
+
+@pytest.mark.long
+def test_stress_finds_a_promise_timeout_that_overwrites_a_concurrent_settle(postgres, monkeypatch, tmp_path,
+                                                                             capsys) -> None:
+    """A planted bug: resonate.sql's `_on_promise_timeout` without its re-check that the
+    promise is still pending (one line), so a pass that selected a due promise, then waited
+    for its lock while a settle committed, overwrites the settle. `duespec stress --ticks`
+    finds it: a tick that fired the timeout of a promise a settle in the counterexample
+    settled."""
+    from pg_support import resonate_sql
+
+    text = resonate_sql().read_text()
+    check = "  IF p.state <> 'pending' THEN RETURN; END IF;\n"
+    start = text.index("CREATE OR REPLACE FUNCTION _on_promise_timeout")
+    at = text.index(check, start)
+    assert at < text.index("END $$;", start), "the check is _on_promise_timeout's"
+    planted = tmp_path / "resonate-overwrite.sql"
+    planted.write_text(text[:at] + text[at + len(check):])
+    found = _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys, planted)
+    assert found is not None, f"the planted overwrite not found in {STRESS_RUNS} stress runs"
+    _, counterexample = found
+    events = counterexample["events"]
+    fired = {f["id"] for e in events if e["op"] == "tick" for f in e["response"]["fired"] if f["kind"] == "promise"}
+    settled = {e["args"]["id"] for e in events if e["op"] in ("promise.settle", "task.fulfill")
+               and e["response"]["status"] == 200}
+    assert fired & settled, counterexample

@@ -539,10 +539,11 @@ def part_keys(events: list[Event], hooks: Concurrency, projected: set[int],
     names."""
     if not projected:
         return None
-    calls = [(e.op, e.args) for i, e in enumerate(events) if i not in projected]
-    keys = {k for op, args in calls for k in (hooks.keys(op, args) or ())}
-    keys.update(k for pair in hooks.links(calls) for k in pair)
     assert hooks.touched is not None
+    calls = [(e.op, e.args) for i, e in enumerate(events) if i not in projected]
+    touched = frozenset(k for i in projected for k in hooks.touched(events[i].op, events[i].response) or ())
+    keys = {k for op, args in calls for k in (hooks.keys(op, args) or ())}
+    keys.update(k for pair in hooks.links(calls, touched) for k in pair)
     if among is None and any(not (hooks.touched(events[i].op, events[i].response) or frozenset()) <= keys
                              for i in projected):
         return None
@@ -584,7 +585,9 @@ def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> 
         first = next(iter(k))
         for other in k:
             union(first, other)
-    for a, b in hooks.links([(e.op, e.args) for e in events]):
+    touched = frozenset(k for i in everywhere for k in hooks.touched(events[i].op, events[i].response) or ()
+                        ) if hooks.touched is not None else frozenset()
+    for a, b in hooks.links([(e.op, e.args) for i, e in enumerate(events) if i not in everywhere], touched):
         union(a, b)
     groups: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
@@ -592,10 +595,18 @@ def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> 
             groups.setdefault(find(next(iter(k))), []).append(i)
     if not everywhere:
         return sorted(groups.values(), key=lambda g: g[0])
-    assert hooks.touched is not None
-    if any(k not in parent for i in everywhere for k in hooks.touched(events[i].op, events[i].response) or ()):
+    if any(k not in parent for k in touched):
         return [list(range(len(events)))]  # a tick changed a key no call names: no part to check it in
-    return sorted((sorted(g + list(everywhere)) for g in groups.values()), key=lambda g: g[0]) or [sorted(everywhere)]
+    assert hooks.touched is not None
+    out = []
+    for root, group in groups.items():
+        # A tick that returned before the part's first call was made found the part as a
+        # reset left it, with no timeout to fire: it fired none of its keys, or the part
+        # is checked with it.
+        first = min(events[i].call_ns for i in group)
+        out.append(sorted(group + [i for i in everywhere if events[i].return_ns >= first or any(
+            find(k) == root for k in hooks.touched(events[i].op, events[i].response) or ())]))
+    return sorted(out, key=lambda g: g[0]) or [sorted(everywhere)]
 
 
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,

@@ -37,8 +37,9 @@ class Concurrency:
     #: (op, args) -> the keys the call may touch, or None for "maybe every key".
     keys: Callable[[str, Json], frozenset[str] | None]
     #: Links between keys that only a whole history shows (a schedule and the promises its
-    #: occurrences create): events -> pairs of keys to put in one part.
-    links: Callable[[list[tuple[str, Json]]], list[tuple[str, str]]]
+    #: occurrences create): (events, keys no call names but a tick's answer does) -> pairs
+    #: of keys to put in one part.
+    links: Callable[[list[tuple[str, Json]], frozenset[str]], list[tuple[str, str]]]
     #: An observed state -> the earliest instant a timeout is due in it, or None.
     next_timer: Callable[[dict[str, Json]], int | None]
     #: The op (args {}) that fires every timeout due at its `now`, or None if the system has
@@ -57,7 +58,7 @@ def concurrency_of(system: str) -> Concurrency:
     return importlib.import_module(f"duespec.systems.{system}").CONCURRENCY
 
 
-def no_links(_: list[tuple[str, Json]]) -> list[tuple[str, str]]:
+def no_links(_: list[tuple[str, Json]], extra: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     return []
 
 

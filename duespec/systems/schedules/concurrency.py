@@ -72,9 +72,10 @@ def concurrent_keys(op: str, args: Json) -> frozenset[str] | None:
     return frozenset("p:" + id for id in ids)
 
 
-def concurrent_links(calls: list[tuple[str, Json]]) -> list[tuple[str, str]]:
+def concurrent_links(calls: list[tuple[str, Json]], extra: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """A schedule joins every promise id its template could expand to: its occurrences
-    create (and so read) those promises (model/schedules/catch_up.py)."""
+    create (and so read) those promises (model/schedules/catch_up.py). `extra`: keys only
+    a tick's `fired` names (an occurrence whose timeout fired, never read by a call)."""
     patterns = []
     for op, args in calls:
         if op == "schedule.create" and type(args) is dict:
@@ -84,7 +85,7 @@ def concurrent_links(calls: list[tuple[str, Json]]) -> list[tuple[str, str]]:
     if not patterns:
         return []
     promise_keys = {key for op, args in calls for key in (concurrent_keys(op, args) or ())
-                    if key.startswith("p:")}
+                    if key.startswith("p:")} | {key for key in extra if key.startswith("p:")}
     return [(schedule, key) for pattern, schedule in patterns for key in promise_keys
             if pattern.fullmatch(key[2:])]
 
