@@ -413,15 +413,43 @@ def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None
 
 
 #: `duespec stress` runs tried before a race is called not found: each a fresh database,
-#: 16 sessions and 1,000 calls with ticks; the races below show in one or two.
-STRESS_RUNS = 8
+#: 16 sessions and 1,000 calls with ticks.
+STRESS_RUNS = 10
 
 
-def _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys, sql: Path | None = None):
+def _overlap(a: dict, b: dict) -> bool:
+    return a["call_ns"] < b["return_ns"] and b["call_ns"] < a["return_ns"]
+
+
+def _fires_a_task_timeout_another_tick_fired(counterexample: dict) -> bool:
+    """F-6: the culprit is a tick that fired a retry or a lease of a task another tick,
+    overlapping it, fired too."""
+    by_index = dict(zip(counterexample["original"], counterexample["events"]))
+    tick = by_index[counterexample["violation"]["culprit"]] if counterexample["violation"] else None
+    if tick is None or tick["op"] != "tick":
+        return False
+    mine = {(f["kind"], f["id"]) for f in tick["response"]["fired"] if f["kind"] in ("retry", "lease")}
+    return any(e is not tick and e["op"] == "tick" and _overlap(e, tick)
+               and {(f["kind"], f["id"]) for f in e["response"]["fired"]} & mine for e in by_index.values())
+
+
+def _fires_the_timeout_of_a_settled_promise(counterexample: dict) -> bool:
+    """The planted overwrite: a tick fired the timeout of a promise a settle in the
+    counterexample really settled (its answer settled at its own `now`, not an echo of a
+    promise already done)."""
+    events = counterexample["events"]
+    fired = {f["id"] for e in events if e["op"] == "tick" for f in e["response"]["fired"] if f["kind"] == "promise"}
+    settled = {e["response"]["promise"]["id"] for e in events if e["op"] in ("promise.settle", "task.fulfill")
+               and e["response"]["status"] == 200 and e["response"]["promise"]["settledAt"] == e["now"]}
+    return bool(fired & settled)
+
+
+def _stress_until(postgres, monkeypatch, tmp_path, capsys, shows, sql: Path | None = None) -> list[int]:
     """`duespec stress ... --ticks` (examples/resonate-pg/README.md), seed 1, 2, ... each on a
-    fresh database (resonate.sql, or `sql`), until one run is not linearizable: (seed,
-    the verdict's counterexample as JSON), or None after STRESS_RUNS runs."""
-    import json as json_module
+    fresh database (resonate.sql, or `sql`), until a run is not linearizable with a
+    counterexample that `shows` the race; the seeds run, the last the one that showed it
+    (all of them, STRESS_RUNS, when none did)."""
+    from duespec.histories.linearize import check_history
 
     if sql is not None:
         monkeypatch.setattr(postgres, "sql", sql)
@@ -434,12 +462,11 @@ def _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys, sql:
         capsys.readouterr()
         assert code in (0, 1, 3), code
         if code == 1:
-            from duespec.histories.linearize import check_history
-
             verdict = check_history(read_history(path), budget=60)
             assert verdict.status == "not linearizable"
-            return seed, json_module.loads(json_module.dumps(verdict.counterexample.to_json()))
-    return None
+            if shows(verdict.counterexample.to_json()):
+                return list(range(1, seed + 1))
+    return list(range(1, STRESS_RUNS + 1)) + [0]
 
 
 @pytest.mark.long
@@ -448,18 +475,8 @@ def test_stress_alone_finds_f6_two_timeout_passes_firing_one_timeout_twice(postg
     """F-6 (docs/findings.md), found by `duespec stress --ticks` from a fresh database, with
     no interleaving forced: the counterexample's culprit is a tick that fired a retry or a
     lease of a task another tick, overlapping it, fired too."""
-    found = _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys)
-    assert found is not None, f"F-6 not found in {STRESS_RUNS} stress runs"
-    _, counterexample = found
-    culprit = counterexample["violation"]["culprit"]
-    by_index = dict(zip(counterexample["original"], counterexample["events"]))
-    tick = by_index[culprit]
-    assert tick["op"] == "tick", tick
-    task_timeouts = {(f["kind"], f["id"]) for f in tick["response"]["fired"] if f["kind"] in ("retry", "lease")}
-    others = [e for i, e in by_index.items() if i != culprit and e["op"] == "tick"
-              and e["call_ns"] < tick["return_ns"] and tick["call_ns"] < e["return_ns"]]
-    assert any({(f["kind"], f["id"]) for f in e["response"]["fired"]} & task_timeouts for e in others), \
-        counterexample
+    seeds = _stress_until(postgres, monkeypatch, tmp_path, capsys, _fires_a_task_timeout_another_tick_fired)
+    assert seeds[-1] != 0, f"F-6 not found in {STRESS_RUNS} stress runs"
 
 
 @pytest.mark.long
@@ -479,11 +496,5 @@ def test_stress_finds_a_promise_timeout_that_overwrites_a_concurrent_settle(post
     assert at < text.index("END $$;", start), "the check is _on_promise_timeout's"
     planted = tmp_path / "resonate-overwrite.sql"
     planted.write_text(text[:at] + text[at + len(check):])
-    found = _stress_until_not_linearizable(postgres, monkeypatch, tmp_path, capsys, planted)
-    assert found is not None, f"the planted overwrite not found in {STRESS_RUNS} stress runs"
-    _, counterexample = found
-    events = counterexample["events"]
-    fired = {f["id"] for e in events if e["op"] == "tick" for f in e["response"]["fired"] if f["kind"] == "promise"}
-    settled = {e["args"]["id"] for e in events if e["op"] in ("promise.settle", "task.fulfill")
-               and e["response"]["status"] == 200}
-    assert fired & settled, counterexample
+    seeds = _stress_until(postgres, monkeypatch, tmp_path, capsys, _fires_the_timeout_of_a_settled_promise, planted)
+    assert seeds[-1] != 0, f"the planted overwrite not found in {STRESS_RUNS} stress runs"
