@@ -371,6 +371,42 @@ def test_stress_refuses_a_factory_that_does_not_declare_concurrent_clients(dsn, 
     assert code == 2 and "--clock pinned only" in err, err
 
 
+def test_a_pass_that_finds_its_timeout_fired_by_another_says_it_fired_nothing(dsn) -> None:
+    """Two passes select one due lease; the first fires it; the second, once it has the
+    task's lock, finds it pending and does nothing: its `fired` is empty (it was the due
+    rows read beforehand, so both passes said they fired the lease, which no order of
+    atomic ticks gives)."""
+    import threading
+
+    a = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    b = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    watcher = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    try:
+        a.reset(LEAN)
+        a.step("promise.create", {"id": "k", "timeoutAt": T0 + 10 * MINUTE, "param": value(),
+                                  "tags": {"resonate:target": "poll://any"}}, T0)
+        assert a.step("task.acquire", {"id": "k", "version": 0, "pid": "w1", "ttl": 300}, T0)["status"] == 200
+        b_answer: list[dict] = []
+        with a.conn.transaction():
+            a.conn.execute("SELECT resonate._lock('k')")
+            b_pid = b.conn.info.backend_pid
+            tick_b = threading.Thread(target=lambda: b_answer.append(b.step("tick", {}, T0 + 1000)))
+            tick_b.start()
+            for _ in range(2000):  # until B waits on the lock A holds (a count, not a time)
+                waiting = watcher.conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [b_pid]).fetchone()[0]
+                if waiting:
+                    break
+                threading.Event().wait(0.01)
+            assert waiting, "tick B never waited for the task's lock"
+            assert a.step("tick", {}, T0 + 1000) == {"status": 200, "fired": [{"kind": "lease", "id": "k"}]}
+        tick_b.join(30)
+        assert b_answer == [{"status": 200, "fired": []}]
+    finally:
+        for target in (a, b, watcher):
+            target.close()
+
+
 def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None:
     """F-6, with the interleaving forced: tick B selects a lease that is due, then waits for
     the task's lock, which session A holds; A fires that lease and a second worker acquires
