@@ -203,7 +203,7 @@ def test_stress_sends_every_op_at_real_states_and_stays_decidable_with_ticks(tmp
 
     path = tmp_path / "h.ndjson"
     code, out = stress(capsys, "--target", "serve", "--clients", "8", "--ops", "1500", "--seed", "3", "--ticks",
-                       "--pin-step-ms", "50", "-o", str(path))
+                       "--pin-step-ms", "50", "--budget", "300", "-o", str(path))
     assert code == 0 and "LINEARIZABLE" in out, out
     parts = int(re.search(r"([\d,]+) independent parts", out).group(1).replace(",", ""))
     assert parts > 20, out
