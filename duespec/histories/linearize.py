@@ -45,7 +45,8 @@ part's keys (Concurrency.project). Each part places its share of the tick at an 
 of its own inside the tick's interval: a tick is taken as one timeout pass that fires
 each id's due timeouts under that id's own lock, as a server's pass does (resonate-pg's
 process_timeouts), not as one atomic step across ids, which no client can tell apart.
-A tick that fired an id no call names stays whole, in one part with everything.
+A tick that fired an id no call (nor a schedule's template) names stays whole, in one part
+with everything.
 """
 
 from __future__ import annotations
