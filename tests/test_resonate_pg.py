@@ -371,6 +371,42 @@ def test_stress_refuses_a_factory_that_does_not_declare_concurrent_clients(dsn, 
     assert code == 2 and "--clock pinned only" in err, err
 
 
+def test_a_pass_that_finds_its_timeout_fired_by_another_says_it_fired_nothing(dsn) -> None:
+    """Two passes select one due lease; the first fires it; the second, once it has the
+    task's lock, finds it pending and does nothing: its `fired` is empty (it was the due
+    rows read beforehand, so both passes said they fired the lease, which no order of
+    atomic ticks gives)."""
+    import threading
+
+    a = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    b = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    watcher = resonate_pg.ResonatePgTarget(dsn, own_connection=True)
+    try:
+        a.reset(LEAN)
+        a.step("promise.create", {"id": "k", "timeoutAt": T0 + 10 * MINUTE, "param": value(),
+                                  "tags": {"resonate:target": "poll://any"}}, T0)
+        assert a.step("task.acquire", {"id": "k", "version": 0, "pid": "w1", "ttl": 300}, T0)["status"] == 200
+        b_answer: list[dict] = []
+        with a.conn.transaction():
+            a.conn.execute("SELECT resonate._lock('k')")
+            b_pid = b.conn.info.backend_pid
+            tick_b = threading.Thread(target=lambda: b_answer.append(b.step("tick", {}, T0 + 1000)))
+            tick_b.start()
+            for _ in range(2000):  # until B waits on the lock A holds (a count, not a time)
+                waiting = watcher.conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [b_pid]).fetchone()[0]
+                if waiting:
+                    break
+                threading.Event().wait(0.01)
+            assert waiting, "tick B never waited for the task's lock"
+            assert a.step("tick", {}, T0 + 1000) == {"status": 200, "fired": [{"kind": "lease", "id": "k"}]}
+        tick_b.join(30)
+        assert b_answer == [{"status": 200, "fired": []}]
+    finally:
+        for target in (a, b, watcher):
+            target.close()
+
+
 def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None:
     """F-6, with the interleaving forced: tick B selects a lease that is due, then waits for
     the task's lock, which session A holds; A fires that lease and a second worker acquires
@@ -410,3 +446,91 @@ def test_finding_two_concurrent_timeout_passes_revoke_a_fresh_lease(dsn) -> None
     finally:
         for target in (a, b, watcher):
             target.close()
+
+
+#: `duespec stress` runs tried before a race is called not found: each a fresh database,
+#: 16 sessions and 1,000 calls with ticks.
+STRESS_RUNS = 10
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["call_ns"] < b["return_ns"] and b["call_ns"] < a["return_ns"]
+
+
+def _fires_a_task_timeout_another_tick_fired(counterexample: dict) -> bool:
+    """F-6: the culprit is a tick that fired a retry or a lease of a task another tick,
+    overlapping it, fired too."""
+    by_index = dict(zip(counterexample["original"], counterexample["events"]))
+    tick = by_index[counterexample["violation"]["culprit"]] if counterexample["violation"] else None
+    if tick is None or tick["op"] != "tick":
+        return False
+    mine = {(f["kind"], f["id"]) for f in tick["response"]["fired"] if f["kind"] in ("retry", "lease")}
+    return any(e is not tick and e["op"] == "tick" and _overlap(e, tick)
+               and {(f["kind"], f["id"]) for f in e["response"]["fired"]} & mine for e in by_index.values())
+
+
+def _fires_the_timeout_of_a_settled_promise(counterexample: dict) -> bool:
+    """The planted overwrite: a tick fired the timeout of a promise a settle in the
+    counterexample really settled (its answer settled at its own `now`, not an echo of a
+    promise already done)."""
+    events = counterexample["events"]
+    fired = {f["id"] for e in events if e["op"] == "tick" for f in e["response"]["fired"] if f["kind"] == "promise"}
+    settled = {e["response"]["promise"]["id"] for e in events if e["op"] in ("promise.settle", "task.fulfill")
+               and e["response"]["status"] == 200 and e["response"]["promise"]["settledAt"] == e["now"]}
+    return bool(fired & settled)
+
+
+def _stress_until(postgres, monkeypatch, tmp_path, capsys, shows, sql: Path | None = None) -> list[int]:
+    """`duespec stress ... --ticks` (examples/resonate-pg/README.md), seed 1, 2, ... each on a
+    fresh database (resonate.sql, or `sql`), until a run is not linearizable with a
+    counterexample that `shows` the race; the seeds run, the last the one that showed it
+    (all of them, STRESS_RUNS, when none did)."""
+    from duespec.histories.linearize import check_history
+
+    if sql is not None:
+        monkeypatch.setattr(postgres, "sql", sql)
+    for seed in range(1, STRESS_RUNS + 1):
+        dsn = postgres.create_database(f"t{os.getpid()}_{next(_names)}")
+        monkeypatch.setenv("RESONATE_PG_DSN", dsn)
+        path = tmp_path / f"s{seed}.ndjson"
+        code = main(["stress", "schedules", "--target", "target:make_client", "--clients", "16", "--ops", "1000",
+                     "--ticks", "--seed", str(seed), "-o", str(path)])
+        capsys.readouterr()
+        assert code in (0, 1, 3), code
+        if code == 1:
+            verdict = check_history(read_history(path), budget=60)
+            assert verdict.status == "not linearizable"
+            if shows(verdict.counterexample.to_json()):
+                return list(range(1, seed + 1))
+    return list(range(1, STRESS_RUNS + 1)) + [0]
+
+
+@pytest.mark.long
+def test_stress_alone_finds_f6_two_timeout_passes_firing_one_timeout_twice(postgres, monkeypatch, tmp_path,
+                                                                            capsys) -> None:
+    """F-6 (docs/findings.md), found by `duespec stress --ticks` from a fresh database, with
+    no interleaving forced: the counterexample's culprit is a tick that fired a retry or a
+    lease of a task another tick, overlapping it, fired too."""
+    seeds = _stress_until(postgres, monkeypatch, tmp_path, capsys, _fires_a_task_timeout_another_tick_fired)
+    assert seeds[-1] != 0, f"F-6 not found in {STRESS_RUNS} stress runs"
+
+
+@pytest.mark.long
+def test_stress_finds_a_promise_timeout_that_overwrites_a_concurrent_settle(postgres, monkeypatch, tmp_path,
+                                                                             capsys) -> None:
+    """A planted bug: resonate.sql's `_on_promise_timeout` without its re-check that the
+    promise is still pending (one line), so a pass that selected a due promise, then waited
+    for its lock while a settle committed, overwrites the settle. `duespec stress --ticks`
+    finds it: a tick that fired the timeout of a promise a settle in the counterexample
+    settled."""
+    from pg_support import resonate_sql
+
+    text = resonate_sql().read_text()
+    check = "  IF p.state <> 'pending' THEN RETURN; END IF;\n"
+    start = text.index("CREATE OR REPLACE FUNCTION _on_promise_timeout")
+    at = text.index(check, start)
+    assert at < text.index("END $$;", start), "the check is _on_promise_timeout's"
+    planted = tmp_path / "resonate-overwrite.sql"
+    planted.write_text(text[:at] + text[at + len(check):])
+    seeds = _stress_until(postgres, monkeypatch, tmp_path, capsys, _fires_the_timeout_of_a_settled_promise, planted)
+    assert seeds[-1] != 0, f"the planted overwrite not found in {STRESS_RUNS} stress runs"

@@ -43,6 +43,15 @@ real-time order holds. Conversely, any linearization of the whole restricts to o
 each part. Under the real clock the merge also keeps the one server clock monotone, since
 instants are merged in order. tests/test_linearize.py checks partitioned against
 unpartitioned verdicts on generated histories.
+
+A recorded tick reads every key, but its answer says what it fired (Concurrency.touched):
+on the pinned clock it goes in every part, compared there on what it fired of that
+part's keys (Concurrency.project). Each part places its share of the tick at an instant
+of its own inside the tick's interval: a tick is taken as one timeout pass that fires
+each id's due timeouts under that id's own lock, as a server's pass does (resonate-pg's
+process_timeouts), not as one atomic step across ids, which no client can tell apart.
+A tick that fired an id no call (nor a schedule's template) names stays whole, in one part
+with everything.
 """
 
 from __future__ import annotations
@@ -254,7 +263,7 @@ class _Search:
 
     def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
                  clock: str, max_timer_lag: int, budget: _Budget, max_memory: float = _INF,
-                 background: bool = False):
+                 background: bool = False, among: list[Event] | None = None):
         order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
         self.events = [events[i] for i in order]
         self.indices = [indices[i] for i in order]
@@ -289,6 +298,12 @@ class _Search:
         # another's answer (a stored createdAt, read back by a later get).
         self._named = sorted({t for e in self.events for v in (e.args, e.response) for t in _scalars(v, int)}
                              ) if clock == "real" else []
+        # Recorded ticks: compared by what they fired on this part's keys (part_keys), each
+        # projected once (projected_calls).
+        projected = projected_calls(self.events, self.hooks, clock)
+        self.part_keys = part_keys(self.events, self.hooks, projected, among)
+        self.recorded_part = {i: self.hooks.project(self.events[i].op, self.events[i].response, self.part_keys)
+                              for i in projected if self.hooks.project is not None}
 
     def fresh(self) -> Any:
         target = self.factory()
@@ -315,6 +330,9 @@ class _Search:
             answer = fork.step(event.op, event.args, now)
         except Exception as error:  # a model limit (a catch-up too long): this order is refused
             return fork, {"error": f"{type(error).__name__}: {error}"}, False
+        if i in self.recorded_part:  # a recorded tick: what it fired on this part's keys
+            assert self.hooks.project is not None
+            return fork, answer, same_json(self.hooks.project(event.op, answer, self.part_keys), self.recorded_part[i])
         # The judge's comparison, as every sequential check makes it.
         agrees = event.outcome != "ok" or answers_agree(answer, event.response)
         return fork, answer, agrees
@@ -671,9 +689,45 @@ def _scalars(value: Json, kind: type) -> Iterator[Any]:
             stack.extend(v)
 
 
-def partitions(events: list[Event], hooks: Concurrency) -> list[list[int]]:
+def projected_calls(events: list[Event], hooks: Concurrency, clock: str) -> set[int]:
+    """The calls that touch every key but whose recorded answer says which keys they
+    changed (a tick and what it fired: Concurrency.project), on the pinned clock. In a
+    partitioned check each is split: one call per part, each with its share of the
+    answer, taking effect at its own instant inside the call's interval (docs/linearize.md,
+    "Ticks"). Under the real clock only those that touched nothing (a search answered
+    without reading): a recorded tick stays in one part with all."""
+    if hooks.project is None or hooks.touched is None:
+        return set()
+    return {i for i, e in enumerate(events)
+            if e.outcome == "ok" and hooks.keys(e.op, e.args) is None
+            and (touched := hooks.touched(e.op, e.response)) is not None and (clock == "pinned" or not touched)}
+
+
+def part_keys(events: list[Event], hooks: Concurrency, projected: set[int],
+              among: list[Event] | None = None) -> frozenset[str] | None:
+    """The keys a part's recorded ticks are compared on: every key its other calls name,
+    and the keys links join to them. `among`: the (sub)history partitions() cut this part
+    from, when it cut it into several (a tick's other keys are other parts'); else, as for
+    one part with everything, None (all of what fired) when a tick fired a key no call
+    names."""
+    if not projected:
+        return None
+    assert hooks.touched is not None
+    calls = [(e.op, e.args) for i, e in enumerate(events) if i not in projected]
+    touched = frozenset(k for i in projected for k in hooks.touched(events[i].op, events[i].response) or ())
+    keys = {k for op, args in calls for k in (hooks.keys(op, args) or ())}
+    keys.update(k for pair in hooks.links(calls, touched) for k in pair)
+    if among is None and any(not (hooks.touched(events[i].op, events[i].response) or frozenset()) <= keys
+                             for i in projected):
+        return None
+    return frozenset(keys)
+
+
+def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> list[list[int]]:
     """Indices of the events in each independent part (union of keys that meet), in
-    history order; one part for all when some call may touch every key."""
+    history order; one part for all when some call may touch every key, except the
+    projected calls of a pinned history (projected_calls), which go in every part."""
+    everywhere = projected_calls(events, hooks, clock)
     parent: dict[str, str] = {}
 
     def find(k: str) -> str:
@@ -688,23 +742,44 @@ def partitions(events: list[Event], hooks: Concurrency) -> list[list[int]]:
             parent[ra] = rb
 
     keys = []
-    for e in events:
+    for n, e in enumerate(events):
+        if n in everywhere:
+            keys.append(frozenset())
+            continue
         k = hooks.keys(e.op, e.args)
         if k is None:
             return [list(range(len(events)))] if events else []
         keys.append(k)
     for i, k in enumerate(keys):
+        if i in everywhere:
+            continue
         if not k:
             k = keys[i] = frozenset({f"#call{i}"})  # refused unread: a part of its own
         first = next(iter(k))
         for other in k:
             union(first, other)
-    for a, b in hooks.links([(e.op, e.args) for e in events]):
+    touched = frozenset(k for i in everywhere for k in hooks.touched(events[i].op, events[i].response) or ()
+                        ) if hooks.touched is not None else frozenset()
+    for a, b in hooks.links([(e.op, e.args) for i, e in enumerate(events) if i not in everywhere], touched):
         union(a, b)
     groups: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
-        groups.setdefault(find(next(iter(k))), []).append(i)
-    return sorted(groups.values(), key=lambda g: g[0])
+        if i not in everywhere:
+            groups.setdefault(find(next(iter(k))), []).append(i)
+    if not everywhere:
+        return sorted(groups.values(), key=lambda g: g[0])
+    if any(k not in parent for k in touched):
+        return [list(range(len(events)))]  # a tick changed a key no call names: no part to check it in
+    assert hooks.touched is not None
+    out = []
+    for root, group in groups.items():
+        # A tick that returned before the part's first call was made found the part as a
+        # reset left it, with no timeout to fire: it fired none of its keys, or the part
+        # is checked with it.
+        first = min(events[i].call_ns for i in group)
+        out.append(sorted(group + [i for i in everywhere if events[i].return_ns >= first or any(
+            find(k) == root for k in hooks.touched(events[i].op, events[i].response) or ())]))
+    return sorted(out, key=lambda g: g[0]) or [sorted(everywhere)]
 
 
 @contextlib.contextmanager
@@ -724,8 +799,11 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
-            lag: int, budget: _Budget, max_states: float = _INF) -> tuple[_Result, _Search]:
-    search = _Search(events, indices, system, config, clock, lag, budget, budget.max_memory, budget.background)
+            lag: int, budget: _Budget, max_states: float = _INF,
+            among: list[Event] | None = None) -> tuple[_Result, _Search]:
+    """`among`: the history partitions() cut these events from, if it cut it in several."""
+    search = _Search(events, indices, system, config, clock, lag, budget, budget.max_memory, budget.background,
+                     among)
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
@@ -778,12 +856,12 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     background = timers_left_out(history)
     clock_budget = _Budget(budget, max_memory, background)
     hooks = concurrency_of(system)
-    parts = partitions(events, hooks) if partition else ([list(range(len(events)))] if events else [])
+    parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
     parts.sort(key=len)
     states, decided, progress, failing, limit = 0, 0, None, None, None
     for part in parts:
         result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
-                                 clock_budget)
+                                 clock_budget, among=events if len(parts) > 1 else None)
         states += result.states
         if result.status == "linearizable":
             decided += 1
@@ -803,7 +881,8 @@ def check_history(history: History, *, profile: str | None = None, budget: float
         if shrink:
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
-                budget=budget, blocked=search.stuck(result).call, max_memory=max_memory, background=background)
+                budget=budget, blocked=search.stuck(result).call, max_memory=max_memory, background=background,
+                partitioned=len(parts) > 1)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
@@ -818,7 +897,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
                           clock: str, lag: int, *, budget: float | None,
                           blocked: int | None = None, max_memory: int = DEFAULT_MAX_MEMORY,
-                          background: bool = False) -> Counterexample:
+                          background: bool = False, partitioned: bool = False) -> Counterexample:
     """Drop calls while what is left stays a faithful counterexample; then check that
     removing any one call of what is left does not (minimality).
 
@@ -842,13 +921,15 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     not place) returned are cut, if what is left still fails: the search never got past
     that call, so they cannot matter to why it failed."""
     events = history.events
+    # `part` was cut from a history of several parts: a tick's keys outside it are others'.
+    among = events if partitioned else None
     overall = _Budget(budget, max_memory, background)
     checks = 0
     start = list(part)
     if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
         cut = [i for i in part if events[i].call_ns <= events[blocked].return_ns]
         if len(cut) < len(part):
-            result, _ = _decide([events[i] for i in cut], cut, system, config, clock, lag, overall)
+            result, _ = _decide([events[i] for i in cut], cut, system, config, clock, lag, overall, among=among)
             checks += 1
             if result.status == "not linearizable":
                 start = cut
@@ -867,7 +948,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     while lo < hi and not overall.out():
         mid = (lo + hi) // 2
         head = prefix(mid)
-        result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall)
+        result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall, among=among)
         checks += 1
         if result.status == "not linearizable":
             hi = mid
@@ -877,7 +958,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             break
     if lo == hi and lo < len(by_return):
         start = prefix(lo)
-    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall)
+    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall, among=among)
     base = search.justification() if result.status == "not linearizable" else {}
     quick_states = max(_QUICK_STATES, result.states // 4)
     # The culprit: of the calls of that prefix, the one returned last without which the
@@ -890,7 +971,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             rest = [i for i in start if i != candidate]
             checks += 1
             if _decide([events[i] for i in rest], rest, system, config, clock, lag,
-                       overall)[0].status == "linearizable":
+                       overall, among=among)[0].status == "linearizable":
                 culprit = candidate
                 violation = Violation(candidate, NO_ORDER if base[candidate] == FULL else NEVER_GIVEN)
                 break
@@ -907,9 +988,10 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
         sub = [events[i] for i in subset]
         hooks = concurrency_of(system)
         verdict = "linearizable"
-        for group in partitions(sub, hooks):
+        groups = partitions(sub, hooks, clock)
+        for group in groups:
             result, found = _decide([sub[j] for j in group], [subset[j] for j in group], system, config, clock,
-                                    lag, overall, cap)
+                                    lag, overall, cap, sub if len(groups) > 1 else among)
             if result.status == "not linearizable":
                 group_need = {subset[j]: base.get(subset[j], 0) for j in group}
                 if found.justification(group_need) is not None:
@@ -930,9 +1012,11 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             return verdict
         # The same culprit: every other call of the subset linearizes without it.
         rest = [i for i in subset if i != violation.culprit]
-        for group in partitions([events[i] for i in rest], hooks):
-            result, _ = _decide([events[rest[j]] for j in group], [rest[j] for j in group], system, config, clock,
-                                lag, overall, cap)
+        others = [events[i] for i in rest]
+        groups = partitions(others, hooks, clock)
+        for group in groups:
+            result, _ = _decide([others[j] for j in group], [rest[j] for j in group], system, config, clock,
+                                lag, overall, cap, others if len(groups) > 1 else among)
             if result.status == "not linearizable":
                 return "earlier"
             if result.status == "unknown":
@@ -997,6 +1081,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
     final_budget = _Budget(None if budget is None else max(budget, 5.0), max_memory, background)
-    result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget)
+    result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget,
+                             among=among)
     return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,
                           violation)

@@ -4,9 +4,12 @@ A server's bugs under concurrency (a lost update, a read of stale state, a lock 
 briefly) show only when calls really overlap on the same state. So N clients run at once
 (asyncio, one aiohttp session), each drawing its calls from small shared pools of ids,
 so that the same promise is settled twice, the same task version acquired by two
-workers, a schedule created and deleted while it fires. Workers also share what they
-have seen (a task's current version), as real workers learn it from the server, so
-their acquires and fulfills aim at the version that matters.
+workers, a schedule created and deleted while it fires. Every op of the system is sent
+(WEIGHTS), the task protocol most. Workers also share what they have seen (a task's
+current version, who holds it, which tasks a tick offered again), as real workers learn
+it from the server, so their acquires, heartbeats and fulfills aim at the version that
+matters (and sometimes at a stale or a future one), and a task whose lease a tick fired
+is acquired again at once, as a worker that receives its execute message would.
 
 Every call is recorded as it returns (duespec.histories.format's writer), with its
 interval on this process's clocks; then `duespec linearize` judges the history. Exit
@@ -52,6 +55,9 @@ MAX_OPS = 200_000
 MAX_CLIENTS = 256
 #: With --ticks, the share of calls that are debug.tick.
 TICK_SHARE = 0.05
+#: With --ticks, the server's retry timeout (ms): short, so that a task nobody acquires is
+#: offered again within a few calls, and overlapping timeout passes meet on due retries.
+TICKS_RETRY_TIMEOUT = 1000
 #: Seconds for the check of a stress run (and again for its shrinking).
 DEFAULT_STRESS_BUDGET = 10.0
 
@@ -72,6 +78,11 @@ class Shared:
     #: always a pending task to contend for (a slot's id is k<slot>-<generation>: no dot,
     #: since a schedule id `s<id>` may hold none, docs/operations.md "Validation").
     generations: dict[int, int] = field(default_factory=dict)
+    #: Who holds each task the workers have seen acquired (its pid), for heartbeats.
+    holders: dict[str, str] = field(default_factory=dict)
+    #: Tasks offered again (a tick fired their lease or retry): a worker that receives the
+    #: execute message acquires it, so these are acquired again soon, at the version known.
+    offered: list[str] = field(default_factory=list)
 
     def id_of(self, slot: int) -> str:
         return f"k{slot}-{self.generations.get(slot, 0)}"
@@ -91,48 +102,111 @@ class Shared:
         return self.now
 
 
+#: The calls a client draws, by weight: the task protocol that contends on one id most,
+#: every other op of the system some of the time (docs/operations.md), so that each meets
+#: the states the others leave (a heartbeat on a lease a tick is firing, a suspend on a
+#: task another worker acquired, a halt during a fulfill).
+WEIGHTS = {
+    "promise.create": 4, "promise.get": 1, "promise.settle": 1, "task.acquire": 5, "task.get": 1,
+    "task.fulfill": 1, "task.release": 1, "task.heartbeat": 1, "task.suspend": 0.4, "task.fence": 0.4,
+    "task.create": 0.4, "task.halt": 0.2, "task.continue": 0.2, "promise.register_callback": 0.2,
+    "promise.register_listener": 0.2, "promise.search": 0.1, "task.search": 0.1, "schedule.search": 0.1,
+}
+#: With --ticks, the share of acquires that take a task a tick offered again (see Shared.offered).
+REACQUIRE_SHARE = 0.5
+
+
+def _version(rng: random.Random, shared: Shared, id: str) -> int:
+    """The version workers last saw (most of the time), else a stale or a future one."""
+    known = shared.versions.get(id, 0)
+    return known if rng.random() < 0.85 else rng.choice((known - 1 if known else 0, known + 1, 0, 2))
+
+
 def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -> tuple[str, dict[str, Json]]:
     """One call from the pools, weighted toward the ones that contend on a task."""
-    id = shared.id_of(rng.randrange(keys))
+    slot = rng.randrange(keys)
+    id = shared.id_of(slot)
+    # Another id for a callback or a suspend: a task awaiting its own promise is no real state.
+    other = shared.id_of((slot + 1 + rng.randrange(max(keys - 1, 1))) % keys) if keys > 1 else f"{id}-o"
     roll = rng.random()
     if roll < shared.ticks:
         return "tick", {}
     if roll < shared.ticks + 0.10:
         kind = rng.choice(("schedule.create", "schedule.get", "schedule.delete"))
         if kind == "schedule.create":
+            # Occurrences without a target: no task, so no retry that a catch-up makes due in
+            # the tick that creates it (a pass that leaves it to the next, as resonate-pg's
+            # does, differs there in sequence, docs/findings.md: not a race).
             return kind, {"id": "s" + id, "cron": "* * * * *", "promiseId": "{{.id}}.{{.timestamp}}",
-                          "promiseTimeout": 60_000, "promiseParam": VALUE,
-                          "promiseTags": {"resonate:target": "poll://any"}}
+                          "promiseTimeout": 60_000, "promiseParam": VALUE, "promiseTags": {}}
         return kind, {"id": "s" + id}
-    kind = rng.choices(("promise.create", "promise.get", "promise.settle", "task.acquire", "task.get",
-                        "task.fulfill", "task.release"), (4, 1, 1, 5, 1, 1, 1))[0]
+    kind = rng.choices(list(WEIGHTS), list(WEIGHTS.values()))[0]
     if kind == "promise.create":
-        tags = {"resonate:target": "poll://any"} if rng.random() < 0.8 else {}
-        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((1_000, 10_000, 600_000)), "param": VALUE,
-                      "tags": tags}
-    if kind in ("promise.get", "task.get"):
+        # Every promise has a target, as an SDK's do: callbacks and suspensions may await it.
+        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((300, 1_000, 10_000, 600_000)), "param": VALUE,
+                      "tags": {"resonate:target": "poll://any"}}
+    if kind in ("promise.get", "task.get", "task.halt", "task.continue"):
         return kind, {"id": id}
     if kind == "promise.settle":
         return kind, {"id": id, "state": rng.choice(("resolved", "rejected")), "value": VALUE}
-    known = shared.versions.get(id, 0)
-    version = known if rng.random() < 0.85 else rng.choice((0, 1, 2))
+    if kind == "promise.register_callback":
+        return kind, {"awaited": other, "awaiter": id}
+    if kind == "promise.register_listener":
+        return kind, {"awaited": id, "address": f"poll://listeners@{pid}"}
+    if kind in ("promise.search", "task.search", "schedule.search"):
+        return kind, {"promise.search": {"state": "pending"}, "task.search": {"state": "acquired"},
+                      "schedule.search": {}}[kind]
+    if kind == "task.create":
+        return kind, {"pid": pid, "ttl": rng.choice((300, 5_000)),
+                      "action": {"id": id, "timeoutAt": now_ms + rng.choice((1_000, 600_000)), "param": VALUE,
+                                 "tags": {"resonate:target": "poll://any"}}}
+    if kind == "task.acquire" and shared.offered and rng.random() < REACQUIRE_SHARE:
+        id = shared.offered.pop(rng.randrange(len(shared.offered)))
+        return kind, {"id": id, "version": shared.versions.get(id, 0), "pid": pid, "ttl": rng.choice((300, 60_000))}
+    if kind == "task.heartbeat":
+        mine = [task for task, holder in shared.holders.items() if holder == pid] or [id]
+        chosen = rng.sample(mine, min(len(mine), rng.choice((1, 2))))
+        return kind, {"pid": pid if rng.random() < 0.8 else rng.choice([*shared.holders.values(), pid]),
+                      "tasks": [{"id": task, "version": _version(rng, shared, task)} for task in chosen]}
+    held = [task for task, holder in shared.holders.items() if holder == pid]
+    if kind in ("task.fulfill", "task.release", "task.suspend", "task.fence") and held and rng.random() < 0.7:
+        id = rng.choice(held)  # a worker finishes, releases or suspends what it holds
+    version = _version(rng, shared, id)
     if kind == "task.acquire":
         return kind, {"id": id, "version": version, "pid": pid, "ttl": rng.choice((300, 5_000))}
     if kind == "task.fulfill":
         return kind, {"id": id, "version": version, "action": {"id": id, "state": "resolved", "value": VALUE}}
+    if kind == "task.suspend":
+        return kind, {"id": id, "version": version,
+                      "actions": [{"awaited": other if other != id else f"{id}-o", "awaiter": id}]}
+    if kind == "task.fence":
+        action = ({"kind": "create", "id": f"{id}-f", "timeoutAt": now_ms + 10_000, "param": VALUE, "tags": {}}
+                  if rng.random() < 0.5 else
+                  {"kind": "settle", "id": other, "state": "resolved", "value": VALUE})
+        return kind, {"id": id, "version": version, "action": action}
     return kind, {"id": id, "version": version}
 
 
 def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
-    """What a worker tells the others: a task's version, a task won, a promise ended."""
+    """What a worker tells the others: a task's version and holder, a task won, a promise
+    ended, a task a tick offered again."""
     response = response or {}
     task, promise = response.get("task"), response.get("promise")
     if isinstance(task, dict) and isinstance(task.get("id"), str) and type(task.get("version")) is int:
         shared.versions[task["id"]] = task["version"]
-        if op == "task.acquire" and response.get("status") == 200:
+        if op in ("task.acquire", "task.create") and response.get("status") == 200:
+            if isinstance(task.get("pid"), str):
+                shared.holders[task["id"]] = task["pid"]
             shared.move_on(task["id"])
     if isinstance(promise, dict) and isinstance(promise.get("id"), str) and promise.get("state") != "pending":
         shared.move_on(promise["id"])
+        shared.holders.pop(promise["id"], None)
+    if op == "tick" and isinstance(response.get("fired"), list):
+        for entry in response["fired"]:
+            if isinstance(entry, dict) and entry.get("kind") in ("lease", "retry") and isinstance(entry.get("id"), str):
+                shared.holders.pop(entry["id"], None)
+                if entry["id"] not in shared.offered:
+                    shared.offered.append(entry["id"])
 
 
 class StressError(Exception):
@@ -336,7 +410,7 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
     from duespec.histories.format import read_history
     from duespec.impl.schedules_sql import StoreError
 
-    config = {"profile": profile, "retry_timeout": 5000}
+    config = {"profile": profile, "retry_timeout": TICKS_RETRY_TIMEOUT if ticks else 5000}
     header = HistoryHeader("schedules", clock, config, "duespec stress",
                            {"seed": seed, "clients": clients, "ops": ops, "keys": keys})
     if is_in_process(target):

@@ -19,6 +19,10 @@ system (duespec/systems is the only place that knows one):
   that serialises the whole state (the default, the observed state as JSON bytes) costs
   both time and memory. `sys.getsizeof` of a key is what the search counts against its
   memory cap, so a key that shares the state's parts says their size.
+- `touched` and `project`: for a call that may touch every key but whose recorded answer
+  says which keys it changed (a `tick` and its `fired`), those keys, and the part of an
+  answer that concerns some keys. Such a call is checked in every part, against its
+  answer's part there, instead of putting the whole history in one part.
 """
 
 from __future__ import annotations
@@ -38,8 +42,9 @@ class Concurrency:
     #: (op, args) -> the keys the call may touch, or None for "maybe every key".
     keys: Callable[[str, Json], frozenset[str] | None]
     #: Links between keys that only a whole history shows (a schedule and the promises its
-    #: occurrences create): events -> pairs of keys to put in one part.
-    links: Callable[[list[tuple[str, Json]]], list[tuple[str, str]]]
+    #: occurrences create): (events, keys no call names but a tick's answer does) -> pairs
+    #: of keys to put in one part.
+    links: Callable[[list[tuple[str, Json]], frozenset[str]], list[tuple[str, str]]]
     #: An observed state -> the earliest instant a timeout is due in it, or None.
     next_timer: Callable[[dict[str, Json]], int | None]
     #: The op (args {}) that fires every timeout due at its `now`, or None if the system has
@@ -47,13 +52,20 @@ class Concurrency:
     tick: str | None
     #: A model target -> its state as a hashable memo key (None: the observed state's JSON).
     state_key: Callable[[Any], Hashable] | None = None
+    #: (op, answer, keys) -> the part of the answer that concerns `keys` (None: all of it),
+    #: in a form compared whole; None when the op's answer does not say what it touched
+    #: (the call then stays in one part with everything).
+    project: Callable[[str, Json, frozenset[str] | None], Json] | None = None
+    #: (op, recorded answer) -> the keys the answer says the call changed, or None when it
+    #: does not say (then `project` is not used for that call).
+    touched: Callable[[str, Json], frozenset[str] | None] | None = None
 
 
 def concurrency_of(system: str) -> Concurrency:
     return importlib.import_module(f"duespec.systems.{system}").CONCURRENCY
 
 
-def no_links(_: list[tuple[str, Json]]) -> list[tuple[str, str]]:
+def no_links(_: list[tuple[str, Json]], extra: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     return []
 
 

@@ -12,10 +12,14 @@ is the wire's, unchanged. resonate-pg has no debug kinds (it answers them 501), 
 environment and the checker's controls are done here, against its own functions and
 tables:
 
-- `tick`: `resonate.process_timeouts(now)`, its timer driver. It returns a count, not
-  which timeouts fired, so `fired` is read from its tables in the same transaction, in
-  the order its three passes take them (due promises, then due tasks, then due schedules:
-  see `_due`); the count it returns must equal the length of that list, or the step fails.
+- `tick`: `resonate.process_timeouts(now)`, its timer driver. It returns a count of the
+  timeouts it selected as due, not which it fired; a handler that finds its timeout no
+  longer due (another pass fired it first) does nothing. So `fired` is recorded as the
+  pass runs, by a trigger this adapter adds to resonate-pg's tables (`TICK_RECORDER`,
+  installed by `reset`), which notes each transition a timeout handler makes, in the
+  order the handlers make them (due promises, then due tasks, then due schedules), in a
+  setting local to the tick's transaction: other sessions' writes note nothing, and a
+  subtransaction process_timeouts rolls back (a deadlock it retries) takes its notes with it.
 - `schedule.timeout` / `promise.timeout`: `resonate._on_schedule_timeout(id, now)` /
   `resonate._on_promise_timeout(id, now)`, the transitions process_timeouts runs; a
   promise's only once due, as its driver calls it (docs/operations.md: an early delivery
@@ -62,6 +66,43 @@ TASK_TIMEOUT_KIND = {"pending": 0, "acquired": 1}
 TASK_TIMEOUT_NAME = {"pending": "retry", "acquired": "lease"}
 #: The ops this adapter answers itself (resonate-pg has no debug kinds).
 ENVIRONMENT_OPS = ("tick", "schedule.timeout", "promise.timeout")
+#: The trigger that records what a tick's pass fired (see the module docstring): on an
+#: UPDATE in a transaction that set `duespec_tick.on`, a promise whose state or settlement
+#: changed (its timeout fired), a task that went from acquired to pending (its lease) or
+#: stayed pending with a new timeout (its retry), a schedule whose last run moved (it
+#: fired). It writes nothing but a transaction-local setting, so it changes no behaviour.
+TICK_RECORDER = """
+CREATE SCHEMA IF NOT EXISTS duespec_tick;
+CREATE OR REPLACE FUNCTION duespec_tick.record() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE kind text;
+BEGIN
+  IF current_setting('duespec_tick.on', true) IS DISTINCT FROM 'on' THEN RETURN NULL; END IF;
+  IF TG_TABLE_NAME = 'promises' THEN
+    IF NEW.state IS DISTINCT FROM OLD.state OR NEW.settled_at IS DISTINCT FROM OLD.settled_at THEN
+      kind := 'promise';
+    END IF;
+  ELSIF TG_TABLE_NAME = 'tasks' THEN
+    IF OLD.state = 'acquired' AND NEW.state = 'pending' THEN
+      kind := 'lease';
+    ELSIF OLD.state = 'pending' AND NEW.state = 'pending' AND NEW.timeout_at IS DISTINCT FROM OLD.timeout_at THEN
+      kind := 'retry';
+    END IF;
+  ELSIF NEW.last_run_at IS DISTINCT FROM OLD.last_run_at THEN
+    kind := 'schedule';
+  END IF;
+  IF kind IS NOT NULL THEN
+    PERFORM set_config('duespec_tick.fired', current_setting('duespec_tick.fired', true)
+                       || jsonb_build_object('kind', kind, 'id', NEW.id)::text || chr(10), true);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER duespec_tick AFTER UPDATE ON resonate.promises
+  FOR EACH ROW EXECUTE FUNCTION duespec_tick.record();
+CREATE OR REPLACE TRIGGER duespec_tick AFTER UPDATE ON resonate.tasks
+  FOR EACH ROW EXECUTE FUNCTION duespec_tick.record();
+CREATE OR REPLACE TRIGGER duespec_tick AFTER UPDATE ON resonate.schedules
+  FOR EACH ROW EXECUTE FUNCTION duespec_tick.record();
+"""
 
 
 def make_target() -> ResonatePgTarget:
@@ -106,6 +147,8 @@ _CONNECTIONS: dict[str, psycopg.Connection] = {}
 #: response-only campaign (--observe none) never observes, and resets by DELETE in one
 #: round trip: about 1 ms where TRUNCATE's new files take 40 to 50 ms on a loaded machine.
 _OBSERVED: set[str] = set()
+#: DSNs whose database has TICK_RECORDER (installed once, by the first reset).
+_RECORDING: set[str] = set()
 #: The retry timeout each DSN's database has now (saves a query per reset).
 _RETRY_TIMEOUT: dict[str, int] = {}
 #: Empties the tables, children first, and restarts the outbox's `seq` as TRUNCATE ...
@@ -165,6 +208,10 @@ class ResonatePgTarget:
         if type(retry) is not int or not 1 <= retry <= MAX_DURATION:
             raise TargetError(f"retry_timeout must be an integer in [1, {MAX_DURATION}], got {retry!r}")
         conn = self.conn
+        if self.dsn not in _RECORDING:
+            with conn.transaction():
+                conn.execute(TICK_RECORDER, prepare=False)
+            _RECORDING.add(self.dsn)
         if self.dsn not in _OBSERVED:
             conn.execute(_DELETE_ALL, prepare=False)  # several statements: one implicit transaction
             if _RETRY_TIMEOUT.get(self.dsn) == retry:
@@ -288,15 +335,9 @@ class ResonatePgTarget:
         if problem:
             return {"status": 400, "message": problem}
         conn = self.conn
+        if op == "tick":
+            return self._tick(conn, now)
         with conn.transaction():
-            if op == "tick":
-                fired = _due(conn, now)
-                count = conn.execute("SELECT resonate.process_timeouts(%s::bigint)", [now]).fetchone()[0]
-                if count != len(fired):
-                    raise TargetError(f"process_timeouts({now}) fired {count} timeouts, its tables said "
-                                      f"{len(fired)} were due: {fired}")
-                self.last_exchange = f"SELECT resonate.process_timeouts({now}) -> {count}"
-                return {"status": 200, "fired": fired}
             function = "_on_schedule_timeout" if op == "schedule.timeout" else "_on_promise_timeout"
             if op == "promise.timeout":
                 # docs/operations.md: the environment delivering the timeout, which does nothing
@@ -310,6 +351,19 @@ class ResonatePgTarget:
             conn.execute(f"SELECT resonate.{function}(%s, %s::bigint)", [args["id"], now])
             self.last_exchange = f"SELECT resonate.{function}({args['id']!r}, {now})"
             return {"status": 200}
+
+
+    def _tick(self, conn: psycopg.Connection, now: int) -> dict[str, Json]:
+        """One pass of process_timeouts(now), and what it fired (TICK_RECORDER's notes)."""
+        with conn.transaction():
+            conn.execute("SELECT set_config('duespec_tick.on', 'on', true), set_config('duespec_tick.fired', '', true)")
+            count = conn.execute("SELECT resonate.process_timeouts(%s::bigint)", [now]).fetchone()[0]
+            notes = conn.execute("SELECT current_setting('duespec_tick.fired')").fetchone()[0]
+        fired = [json.loads(line) for line in notes.splitlines()]
+        if len(fired) > count:
+            raise TargetError(f"process_timeouts({now}) selected {count} timeouts, but fired {len(fired)}: {fired}")
+        self.last_exchange = f"SELECT resonate.process_timeouts({now}) -> {count}, fired {fired}"
+        return {"status": 200, "fired": fired}
 
 
 def _environment_problem(op: str, args: Json, now: Json) -> str | None:
@@ -328,24 +382,3 @@ def _environment_problem(op: str, args: Json, now: Json) -> str | None:
         except UnicodeEncodeError:
             return "id is not Unicode text"
     return None
-
-
-def _due(conn: psycopg.Connection, now: int) -> list[dict[str, str]]:
-    """What process_timeouts(now) will fire, in its order: process_promise_timeouts (pending
-    external promises due, by timeout and id), process_task_timeouts (pending or acquired
-    tasks due, by timeout and id; a task whose promise the first pass timed out is fulfilled
-    by it and drops out), process_schedule_timeouts (schedules due, by next run and id; each
-    one call that catches up every missed occurrence)."""
-    promises = [row[0] for row in conn.execute(
-        "SELECT id FROM resonate.promises WHERE state = 'pending' AND external AND timeout_at <= %s"
-        " ORDER BY timeout_at, id", [now])]
-    timed_out = set(promises)
-    tasks = [(id, state) for id, state in conn.execute(
-        "SELECT id, state FROM resonate.tasks WHERE state IN ('pending', 'acquired') AND timeout_at <= %s"
-        " ORDER BY timeout_at, id", [now]) if id not in timed_out]
-    schedules = [row[0] for row in conn.execute(
-        "SELECT id FROM resonate.schedules WHERE next_run_at <= %s ORDER BY next_run_at, id", [now])]
-    return ([{"kind": "promise", "id": id} for id in promises]
-            + [{"kind": TASK_TIMEOUT_NAME[state], "id": id} for id, state in tasks]
-            + [{"kind": "schedule", "id": id} for id in schedules])
-

@@ -7,7 +7,7 @@ import sys
 from duespec.model import schedules as model
 from duespec.systems.concurrent import Concurrency, template_pattern
 from duespec.systems.schedules.adapter import ModelTarget
-from duespec.targets.interface import Json
+from duespec.targets.interface import Json, comparable
 
 
 def fork_model(target: ModelTarget) -> ModelTarget:
@@ -120,9 +120,10 @@ def concurrent_keys(op: str, args: Json) -> frozenset[str] | None:
     return frozenset("p:" + id for id in ids)
 
 
-def concurrent_links(calls: list[tuple[str, Json]]) -> list[tuple[str, str]]:
+def concurrent_links(calls: list[tuple[str, Json]], extra: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """A schedule joins every promise id its template could expand to: its occurrences
-    create (and so read) those promises (model/schedules/catch_up.py)."""
+    create (and so read) those promises (model/schedules/catch_up.py). `extra`: keys only
+    a tick's `fired` names (an occurrence whose timeout fired, never read by a call)."""
     patterns = []
     for op, args in calls:
         if op == "schedule.create" and type(args) is dict:
@@ -132,7 +133,7 @@ def concurrent_links(calls: list[tuple[str, Json]]) -> list[tuple[str, str]]:
     if not patterns:
         return []
     promise_keys = {key for op, args in calls for key in (concurrent_keys(op, args) or ())
-                    if key.startswith("p:")}
+                    if key.startswith("p:")} | {key for key in extra if key.startswith("p:")}
     return [(schedule, key) for pattern, schedule in patterns for key in promise_keys
             if pattern.fullmatch(key[2:])]
 
@@ -144,5 +145,52 @@ def next_timer(observed: dict[str, Json]) -> int | None:
     return min(due) if due else None
 
 
+def fired_key(entry: Json) -> str | None:
+    """The key a `fired` entry of a tick changed: a schedule's, or a promise's (its task's
+    retry and lease share it); None for an entry of no known shape."""
+    if type(entry) is not dict or type(entry.get("id")) is not str:
+        return None
+    if entry.get("kind") == "schedule":
+        return "s:" + entry["id"]
+    return "p:" + entry["id"] if entry.get("kind") in ("promise", "retry", "lease") else None
+
+
+#: The searches: they read every key, unless they answer without reading (lean answers
+#: them 501 whatever the state).
+SEARCHES = ("promise.search", "task.search", "schedule.search")
+
+
+def project_answer(op: str, answer: Json, keys: frozenset[str] | None) -> Json:
+    """A tick's answer as far as `keys` go: its status, and the entries of `fired` on those
+    keys, sorted. Sorted, because the order within one timer pass is the dispatcher's:
+    docs/operations.md fixes one so two sequential runs compare, resonate-pg's passes take
+    promises, then tasks, then schedules (examples/resonate-pg/declared.toml frees it), and
+    entries on different keys land in different parts. What fired, and how often, is
+    still compared. A search answered with no list (an error, lean's 501) read nothing: its
+    answer, whole, on any keys. None for an answer that does not say what it touched."""
+    if op in SEARCHES and type(answer) is dict and answer.get("status") != 200:
+        return comparable(answer)
+    if op != "tick" or type(answer) is not dict or type(answer.get("fired")) is not list:
+        return None
+    entries = answer["fired"]
+    if any(fired_key(entry) is None for entry in entries):
+        return None
+    kept = [entry for entry in entries if keys is None or fired_key(entry) in keys]
+    return {**answer, "fired": sorted(kept, key=lambda entry: (entry["id"], str(entry.get("kind"))))}
+
+
+def fired_keys(op: str, answer: Json) -> frozenset[str] | None:
+    """The keys a recorded tick says it changed (those of what it fired; none for a search
+    answered without a list), or None when its answer does not say (an error, an entry of
+    no known shape, another op)."""
+    projected = project_answer(op, answer, None)
+    if projected is None:
+        return None
+    if op in SEARCHES:
+        return frozenset()
+    return frozenset(key for entry in projected["fired"] if (key := fired_key(entry)) is not None)
+
+
 CONCURRENCY = Concurrency(fork=fork_model, keys=concurrent_keys, links=concurrent_links,
-                          next_timer=next_timer, tick="tick", state_key=state_key)
+                          next_timer=next_timer, tick="tick", state_key=state_key,
+                          project=project_answer, touched=fired_keys)
