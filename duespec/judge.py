@@ -530,7 +530,13 @@ class StepJudge:
         if type(verdict) is Masked and not verdict.declared:
             self.masked_response = (step["i"], verdict.labels[0])
         if self.sent is not None and (verdict is None or (type(verdict) is Masked and not verdict.ends_run)):
-            verdict = _with_messages(verdict, self._messages(step))
+            messages = self._messages(step)
+            if type(messages) is Difference and type(verdict) is Masked and not verdict.declared:
+                # a found class let the answer go uncompared: what the step sent then is that
+                # class's consequence (a request the spec refuses, accepted and dispatched),
+                # not a new class, and the run ends, as at a state that differs after it
+                messages = Masked((verdict.labels[0],), ends_run=True, skipped=False)
+            verdict = _with_messages(verdict, messages)
         return expected, self._noted(verdict)
 
     def _messages(self, step: dict[str, Json]) -> Verdict:

@@ -244,3 +244,45 @@ def test_the_stdio_program_speaks_the_documented_exchange() -> None:
         assert reply == {"type": "messages", "messages": [execute("due")]}, json.dumps(reply)
     finally:
         factory.close()
+
+
+class AcceptsEverythingAndDispatches:
+    """Answers every promise.create 200 and sends an execute for it: a server that accepts
+    what the spec refuses (a known class) and dispatches what it accepted."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def reset(self, config: dict) -> None:
+        self.sent = []
+
+    def step(self, op: str, args: dict, now: int) -> dict:
+        self.sent.append(execute(args["id"]))
+        return {"status": 200}
+
+    def observe(self) -> dict:
+        raise NotImplementedError
+
+    def messages(self) -> list:
+        sent, self.sent = self.sent, []
+        return sent
+
+
+def test_what_a_request_masked_by_a_found_class_sent_is_that_class_consequence() -> None:
+    from duespec.campaigns.classes import Masks
+    from duespec.judge import FOUND, Masked
+
+    op, args = create("bad", T0 + MINUTE)
+    args = {**args, "tags": {"resonate:target": W, "resonate:delay": "-5"}}  # the spec refuses it: 400
+    masks = Masks("lean")
+    with isolated() as tags:
+        judge = StepJudge(ModelTarget(), AcceptsEverythingAndDispatches(), observe=False, messages=True,
+                          tags=tags, masks=masks)
+        judge.reset(LEAN)
+        _, first = judge.step(op, args, T0)
+        assert isinstance(first, Difference) and first.divergence_class.label() == "response promise.create $.status [P-02]"
+        masks.add(first.divergence_class)
+        judge.reset(LEAN)
+        _, again = judge.step(op, args, T0)
+    assert isinstance(again, Masked) and again.ends_run, again
+    assert again.labels[0] == FOUND + first.divergence_class.label()
