@@ -37,6 +37,7 @@ About 500 lines, on purpose in one module: every verdict and how it reads, in on
 
 from __future__ import annotations
 
+import json
 import os
 import traceback
 from collections import Counter
@@ -55,6 +56,7 @@ from duespec.targets.interface import (
     comparable,
     exchange_of,
     fast_checks,
+    messages_of,
     responses_agree,
     same_json,
 )
@@ -68,6 +70,8 @@ class FindingKind(StrEnum):
 
     RESPONSE = "response"
     STATE = "state"
+    #: What workers were sent in the step differs (the Target hook `messages`).
+    MESSAGES = "messages"
     TARGET_RAISED = "target raised"
     #: A call did not return within --timeout: one class per op, never a hang.
     TARGET_TOO_SLOW = "target too slow"
@@ -87,11 +91,11 @@ class FindingKind(StrEnum):
     @property
     def compared(self) -> bool:
         """A difference between two answers or states (what the minimiser can shorten)."""
-        return self in (FindingKind.RESPONSE, FindingKind.STATE)
+        return self in (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES)
 
 
 _OUTCOMES = {
-    FindingKind.RESPONSE: "divergence", FindingKind.STATE: "divergence",
+    FindingKind.RESPONSE: "divergence", FindingKind.STATE: "divergence", FindingKind.MESSAGES: "divergence",
     FindingKind.TARGET_RAISED: "target_error", FindingKind.NOT_REPRODUCIBLE: "target_error",
     FindingKind.TARGET_TOO_SLOW: "target_error",
     FindingKind.STATE_SURVIVES_RESET: "state_survives_reset", FindingKind.HARNESS_ERROR: "error",
@@ -280,6 +284,12 @@ def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, a
     state difference: nothing after it could be compared honestly. `after_masked_response`:
     the label of a found class that let this step's response go uncompared; a state that
     differs after it is that class's consequence, not a new class, and ends the run."""
+    reordered: list[str] = []
+    in_declared_order = getattr(masks, "in_declared_order", None)  # lists declared unordered
+    if in_declared_order is not None:
+        actual, reordered = in_declared_order(kind, step["op"], requirements, expected, actual)
+        if reordered and same_json(expected, actual):
+            return Masked(tuple(reordered), ends_run=False)
     paths = differing_paths(expected, actual) or ["$"]
     if masks is None:
         found: DivergenceClass | None = DivergenceClass(kind, step["op"], requirements, paths[0], tuple(paths))
@@ -385,6 +395,71 @@ def trusts(target: Target) -> bool:
     return type(unwrapped(target)).__module__.startswith("duespec.systems.")
 
 
+# --- what a worker sees: the messages a step sent ---
+
+def messages_agree(expected_groups: list[list[Json]], actual: list[Json]) -> bool:
+    """Whether a target sent the messages the model sent in one step, in an order a worker
+    could tell from the model's.
+
+    The model groups its messages by the transition that sent them (one request, or one
+    timeout a tick fired, a schedule's whole catch-up among them). The same messages must
+    be sent, each as often (content compared as strict JSON); within one group, the
+    messages to one address must come in the model's order, since the worker polling that
+    address receives them so (a catch-up's occurrences oldest first). The order between
+    groups (independent timeouts, which the spec fires in no fixed order) and between
+    addresses (different workers) is free. Equal messages are interchangeable: each sent
+    one is matched to the earliest group still owed it."""
+    owed: dict[str, list[int]] = {}
+    for index, group in enumerate(expected_groups):
+        for message in group:
+            owed.setdefault(_message_key(message), []).append(index)
+    received: dict[tuple[int, str], list[str]] = {}
+    for message in actual:
+        key = _message_key(message)
+        groups = owed.get(key)
+        if not groups:
+            return False  # a message not sent, or sent once too often
+        received.setdefault((groups.pop(0), _address_key(message)), []).append(key)
+    if any(owed.values()):
+        return False  # a message the model sent and the target did not
+    wanted: dict[tuple[int, str], list[str]] = {}
+    for index, group in enumerate(expected_groups):
+        for message in group:
+            wanted.setdefault((index, _address_key(message)), []).append(_message_key(message))
+    return wanted == received
+
+
+def _message_key(message: Json) -> str:
+    """A message as strict JSON text: 1, 1.0 and true stay apart, key order does not count."""
+    return json.dumps(message, sort_keys=True)
+
+
+def _address_key(message: Json) -> str:
+    return _message_key(message.get("address") if type(message) is dict else None)
+
+
+def messages_verdict(step: dict[str, Json], expected_groups: list[list[Json]], actual: Json,
+                     requirements: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
+                     masks: MaskPolicy | None = None, exchange: str | None = None) -> Verdict:
+    """Did the target send, in `step`, what workers should receive (messages_agree)? A
+    difference is of kind MESSAGES, classified like an answer's: the first differing path
+    of the two lists, each side sorted when they hold different messages (so that the
+    path names the field that differs: `$[].version`), else in the order sent (`$` for
+    a message one side has and the other not). A reply that is no list of messages is
+    the target's failure."""
+    if type(actual) is not list or any(type(message) is not dict for message in actual):
+        error = TargetError(f"messages() returned {dump(actual)[:300]}, not a list of JSON objects")
+        return raised_verdict(step, step["op"], error, requirements() if callable(requirements) else requirements,
+                              masks)
+    if messages_agree(expected_groups, actual):
+        return None
+    expected = [message for group in expected_groups for message in group]
+    if Counter(map(_message_key, expected)) != Counter(map(_message_key, actual)):
+        expected, actual = sorted(expected, key=_message_key), sorted(actual, key=_message_key)
+    return compared_verdict(FindingKind.MESSAGES, step, expected, actual,
+                            requirements() if callable(requirements) else requirements, masks, exchange=exchange)
+
+
 # --- one step on both sides ---
 
 class StepJudge:
@@ -396,11 +471,14 @@ class StepJudge:
     fill (duespec.coverage), from which a difference's requirement IDs come."""
 
     def __init__(self, oracle: Target, target: Target, *, masks: MaskPolicy | None = None,
-                 tags: Counter[str] | None = None, observe: bool = True) -> None:
+                 tags: Counter[str] | None = None, observe: bool = True, messages: bool = False) -> None:
         self.oracle, self.target, self.masks, self.tags = oracle, target, masks, tags
         #: Whether the target's whole state is compared (False: a response-only check of a
         #: target that has no observe(), whose state the campaign reads through public ops).
         self.observe = observe
+        #: The two sides' `messages` hooks, when asked to compare what workers receive and
+        #: both have one (the oracle's grouped: messages_agree); None: not compared.
+        self.sent = _message_hooks(oracle, target) if messages else None
         self.steps: list[dict[str, Json]] = []
         #: The oracle's coverage tags in the latest step.
         self.latest_tags: tuple[str, ...] = ()
@@ -451,7 +529,30 @@ class StepJudge:
         verdict = response_verdict(step, expected, actual, self.requirements, self.masks, exchange_of(self.target))
         if type(verdict) is Masked and not verdict.declared:
             self.masked_response = (step["i"], verdict.labels[0])
+        if self.sent is not None and (verdict is None or (type(verdict) is Masked and not verdict.ends_run)):
+            messages = self._messages(step)
+            if type(messages) is Difference and type(verdict) is Masked and not verdict.declared:
+                # a found class let the answer go uncompared: what the step sent then is that
+                # class's consequence (a request the spec refuses, accepted and dispatched),
+                # not a new class, and the run ends, as at a state that differs after it
+                messages = Masked((verdict.labels[0],), ends_run=True, skipped=False)
+            verdict = _with_messages(verdict, messages)
         return expected, self._noted(verdict)
+
+    def _messages(self, step: dict[str, Json]) -> Verdict:
+        """The verdict on what the target sent in `step` (messages_verdict); a target
+        that says it has no `messages` after all is not asked again."""
+        assert self.sent is not None
+        groups, sent = self.sent
+        expected = groups()
+        try:
+            actual = sent()
+        except Exception as error:
+            if isinstance(error, TargetError) and error.says_not_offered:
+                self.sent = None
+                return None
+            return raised_verdict(step, step["op"], error, self.requirements(), self.masks)
+        return messages_verdict(step, expected, actual, self.requirements, self.masks, exchange_of(self.target))
 
     def oracle_state(self) -> dict[str, Json]:
         """The oracle's observable state after the latest step, observed once per step."""
@@ -488,6 +589,29 @@ class StepJudge:
         return verdict
 
 
+def _message_hooks(oracle: Target, target: Target) -> tuple[Callable[[], list[list[Json]]],
+                                                            Callable[[], list[Json]]] | None:
+    """(the oracle's messages by group, the target's messages), or None when either side
+    has no `messages` hook. An oracle without `message_groups` sent its messages as one group."""
+    sent = messages_of(target)
+    expected = messages_of(oracle)
+    if sent is None or expected is None:
+        return None
+    grouped = getattr(oracle, "message_groups", None)
+    return (grouped if callable(grouped) else lambda: [expected()]), sent
+
+
+def _with_messages(verdict: Verdict, messages: Verdict) -> Verdict:
+    """A step's verdict once its messages are judged too: a difference in them stands; a
+    masked one adds its labels to the answer's."""
+    if messages is None or verdict is None or type(messages) is Difference:
+        return messages if messages is not None else verdict
+    assert type(verdict) is Masked
+    if type(messages) is Masked:
+        return Masked(verdict.labels + messages.labels, ends_run=messages.ends_run, skipped=verdict.skipped)
+    return verdict
+
+
 # --- how a difference reads ---
 
 def describe_divergence(step: dict[str, Json] | None, kind: str, expected: Json, actual: Json,
@@ -501,6 +625,8 @@ def describe_divergence(step: dict[str, Json] | None, kind: str, expected: Json,
         lines.append(f"  requirements of the step: {', '.join(requirements) or 'none reached'}")
     if kind == FindingKind.RESPONSE:
         lines += [f"  expected response: {dump(expected)}", f"  actual response:   {dump(actual)}"]
+    elif kind == FindingKind.MESSAGES:
+        lines += [f"  expected messages: {dump(expected)}", f"  messages sent:     {dump(actual)}"]
     else:
         lines.append("  state differs after the step:")
         lines += ["    " + line for line in state_diff(expected, actual)]

@@ -135,6 +135,17 @@ class ScheduleServer(PromiseAndTaskHandlers):
         with self.store.transaction():
             return self.store.snapshot()
 
+    def log_messages(self) -> None:
+        """Keep the messages sent from now on for `sent_messages` (a checker's server: a
+        log nobody reads would grow without end)."""
+        self.store.log_messages()
+
+    def sent_messages(self) -> list[dict[str, Json]]:
+        """The messages sent since the last call (log_messages first), in order, as
+        docs/operations.md's outbox entries: what workers have been sent meanwhile."""
+        with self.store.transaction():
+            return self.store.sent_messages()
+
     # ---- S-01..S-04 --------------------------------------------------------------------
 
     def schedule_get(self, schedule_id: str, now: int) -> dict[str, Json]:

@@ -241,6 +241,8 @@ class Store:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
                             "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS sent (seq INTEGER PRIMARY KEY, address TEXT, "
+                            "kind TEXT, task_id TEXT, version INTEGER, promise TEXT)")
         except sqlite3.Error as error:
             if made_lock:  # still held, so no other process is using it
                 with contextlib.suppress(OSError):
@@ -282,6 +284,7 @@ class Store:
             "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
         for table in tables:
             self.db.execute(f'DELETE FROM main."{table}"')
+        self.db.execute("DELETE FROM temp.sent")
 
     # ---- config -----------------------------------------------------------------------
 
@@ -495,6 +498,23 @@ class Store:
         self.db.execute("INSERT OR REPLACE INTO outbox (key, address, kind, task_id, version, promise) "
                         "VALUES (?, ?, ?, ?, ?, ?)",
                         (outbox_key(address, message), address, message["kind"], *columns))
+
+    def log_messages(self) -> None:
+        """From now on, keep every message written to the outbox, in order, until
+        `sent_messages` hands them over: what a worker receives, which the outbox (one row
+        per key, replaced in place) cannot show. A trigger, so that the set-wise writes of
+        a catch-up are logged as they are written, row by row."""
+        self.db.execute("CREATE TEMP TRIGGER IF NOT EXISTS log_sent AFTER INSERT ON main.outbox BEGIN "
+                        "INSERT INTO sent (address, kind, task_id, version, promise) "
+                        "VALUES (NEW.address, NEW.kind, NEW.task_id, NEW.version, NEW.promise); END")
+
+    def sent_messages(self) -> list[dict[str, Json]]:
+        """The messages logged since the last call (see log_messages), in the order they
+        were written, each as an outbox entry of docs/operations.md; the log is emptied."""
+        rows = self.db.execute("SELECT address, kind, task_id, version, promise FROM temp.sent ORDER BY seq").fetchall()
+        self.db.execute("DELETE FROM temp.sent")
+        return [{"address": address, "message": _message(kind, task_id, version, promise)}
+                for address, kind, task_id, version, promise in rows]
 
     # ---- observation ------------------------------------------------------------------
 

@@ -192,9 +192,10 @@ class PostgresServer:
     def _create_database(self) -> None:
         self.dsn = self.create_database(DATABASE)
 
-    def create_database(self, name: str) -> str:
-        """Another database on this server with resonate.sql applied; its DSN. Each campaign
-        needs its own: a target's reset truncates every table of its database."""
+    def create_database(self, name: str, sql: Path | None = None) -> str:
+        """Another database on this server with resonate.sql applied (or `sql`, a variant
+        of it a test wrote); its DSN. Each campaign needs its own: a target's reset
+        truncates every table of its database."""
         import psycopg
 
         if not name.isidentifier():
@@ -206,7 +207,7 @@ class PostgresServer:
             # resonate.sql warns that pg_cron is missing (timers then fire only when called);
             # its notices are for people applying it by hand.
             conn.add_notice_handler(lambda notice: None)
-            conn.execute(self.sql.read_text())
+            conn.execute((sql or self.sql).read_text())
         return dsn
 
     def stop(self) -> None:

@@ -106,7 +106,7 @@ def test_a_campaign_whose_classes_are_all_declared_holds(
 
 @pytest.mark.parametrize("text, problem", [
     ('[[difference]]\nop = "cancel"\nresponse = "$.error"\n', 'needs a "reason"'),
-    ('[[difference]]\nreason = "r"\nop = "cancel"\n', 'exactly one of "response" or "state"'),
+    ('[[difference]]\nreason = "r"\nop = "cancel"\n', 'exactly one of "response", "state" or "messages"'),
     ('[[difference]]\nreason = "r"\nresponse = "$"\nstate = "$"\n', 'exactly one of'),
     ('[[difference]]\nreason = "r"\nop = "cancle"\nresponse = "$"\n', "has no op 'cancle'"),
     ('[[difference]]\nreason = "r"\nresponse = "status"\n', "is not a path"),

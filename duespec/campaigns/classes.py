@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from duespec.campaigns.declared import in_declared_order
 from duespec.judge import DECLARED, FOUND, DivergenceClass, FindingKind
 
 
@@ -91,6 +92,18 @@ class Masks:
                 self.requirement_sets.setdefault(found, set()).add(requirements)
                 return FOUND + found.label()
         return None
+
+    def in_declared_order(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
+                          expected: Any, actual: Any) -> tuple[Any, list[str]]:
+        """`actual` with every list an `unordered` declaration of this step names in the
+        expected order, where it holds the same elements (duespec.campaigns.declared); the
+        labels of the declarations that reordered one."""
+        entries = [entry for entry in self.declared
+                   if getattr(entry, "unordered", False) and entry.applies(kind, op, requirements, self.profile)]
+        if not entries:
+            return actual, []
+        actual, used = in_declared_order(entries, expected, actual)
+        return actual, [DECLARED + entry.describe() for entry in used]
 
     def declaring(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> Any:
         for entry in self.declared:

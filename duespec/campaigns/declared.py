@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 REQUIREMENT_ID = re.compile(r"^[A-Z]{1,4}-\d{2,3}$")
 PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\*?\])*$")
-KEYS = {"reason", "op", "requirement", "response", "state", "profile"}
+KEYS = {"reason", "op", "requirement", "response", "state", "messages", "profile", "unordered", "order_within"}
+#: Where a declared difference may be: a step's answer, the state after it, what it sent.
+PLACES = (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES)
 INPUT_KEYS = {"require_tags"}
 
 
@@ -51,17 +53,29 @@ class Declared:
     op: str | None = None
     requirement: str | None = None
     profile: str | None = None
+    #: The list at `path` is compared as a multiset (the same elements, each as often, in
+    #: any order), not masked: whatever its elements hold is still compared.
+    unordered: bool = False
+    #: With `unordered`: elements with the same value at this key keep their order.
+    order_within: str | None = None
+
+    def applies(self, kind: FindingKind, op: str, requirements: tuple[str, ...], profile: str) -> bool:
+        """Whether the entry speaks of this step (its kind, op, requirement and profile)."""
+        return (kind == self.where and (self.op is None or op == self.op)
+                and (self.requirement is None or self.requirement in requirements)
+                and (self.profile is None or profile == self.profile))
 
     def matches(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str,
                 profile: str) -> bool:
-        return (kind == self.where and (self.op is None or op == self.op)
-                and (self.requirement is None or self.requirement in requirements)
-                and (self.profile is None or profile == self.profile)
-                and path == self.path)
+        """Whether the entry masks this differing path (an `unordered` one masks none)."""
+        return not self.unordered and path == self.path and self.applies(kind, op, requirements, profile)
 
     def describe(self) -> str:
+        order = ""
+        if self.unordered:
+            order = "in any order" + (f" but by {self.order_within}" if self.order_within else "")
         scope = " ".join(part for part in (
-            self.where, self.op or "any op", self.path,
+            self.where, self.op or "any op", self.path, order,
             f"requirement {self.requirement}" if self.requirement else "",
             f"profile {self.profile}" if self.profile else "") if part)
         return f"{scope}: {self.reason}"
@@ -133,9 +147,9 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
     reason = entry.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise fail('needs a "reason": a non-empty string saying why the difference is accepted')
-    places = [key for key in (FindingKind.RESPONSE, FindingKind.STATE) if key in entry]
+    places = [key for key in PLACES if key in entry]
     if len(places) != 1:
-        raise fail('needs exactly one of "response" or "state": the JSON path that may differ, '
+        raise fail('needs exactly one of "response", "state" or "messages": the JSON path that may differ, '
                    'e.g. response = "$.status" or state = "$.schedules[].nextRunAt"')
     path = entry[places[0]]
     if not isinstance(path, str) or not PATH.match(path):
@@ -148,5 +162,71 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
         raise fail(f"requirement {requirement!r} is not a requirement ID like D-09 or S-02")
     if profile is not None and profile not in system.profiles:
         raise fail(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
+    unordered, order_within = entry.get("unordered", False), entry.get("order_within")
+    if type(unordered) is not bool:
+        raise fail(f"unordered must be true or false, got {unordered!r}")
+    if order_within is not None and not unordered:
+        raise fail("order_within needs unordered = true: it says which elements of an unordered list keep their order")
+    if order_within is not None and (not isinstance(order_within, str) or not order_within):
+        raise fail(f"order_within must name a key of the list's elements, e.g. \"kind\"; got {order_within!r}")
     return Declared(reason=reason.strip(), where=places[0], path=path, op=op,
-                    requirement=requirement, profile=profile)
+                    requirement=requirement, profile=profile, unordered=unordered, order_within=order_within)
+
+
+def in_declared_order(entries: list[Declared], expected: Any, actual: Any) -> tuple[Any, list[Declared]]:
+    """`actual` with each list an `unordered` entry names put in `expected`'s order, where
+    the two hold the same elements (and, with order_within, the elements sharing a value
+    at that key come in the same order); the entries that reordered something. A list
+    that holds other elements is left as it is, to be compared and reported."""
+    used = []
+    for entry in entries:
+        reordered = _reorder(_segments(entry.path), expected, actual, entry.order_within)
+        if reordered is not actual:
+            actual = reordered
+            used.append(entry)
+    return actual, used
+
+
+def _segments(path: str) -> list[str]:
+    """"$.a[].b" -> [".a", "[]", ".b"]."""
+    return re.findall(r"\.[^.\[\]]+|\[\]", path[1:])
+
+
+def _reorder(segments: list[str], expected: Any, actual: Any, order_within: str | None) -> Any:
+    if not segments:
+        if (type(expected) is list and type(actual) is list and expected != actual
+                and _same_elements(expected, actual, order_within)):
+            return list(expected)
+        return actual
+    head, rest = segments[0], segments[1:]
+    if head == "[]":
+        if type(expected) is not list or type(actual) is not list or len(expected) != len(actual):
+            return actual
+        inner = [_reorder(rest, e, a, order_within) for e, a in zip(expected, actual)]
+        return inner if any(new is not old for new, old in zip(inner, actual)) else actual
+    key = head[1:]
+    if type(expected) is not dict or type(actual) is not dict or key not in expected or key not in actual:
+        return actual
+    inner = _reorder(rest, expected[key], actual[key], order_within)
+    return actual if inner is actual[key] else {**actual, key: inner}
+
+
+def _same_elements(expected: list[Any], actual: list[Any], order_within: str | None) -> bool:
+    """The same elements, each as often (strict JSON: 1, 1.0 and true differ); with
+    order_within, also in the same order among the elements with one value at that key."""
+    def text(value: Any) -> str:
+        return json.dumps(value, sort_keys=True)
+
+    if sorted(map(text, expected)) != sorted(map(text, actual)):
+        return False
+    if order_within is None:
+        return True
+
+    def by_key(items: list[Any]) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = {}
+        for item in items:
+            group = text(item.get(order_within)) if type(item) is dict else ""
+            groups.setdefault(group, []).append(text(item))
+        return groups
+
+    return by_key(expected) == by_key(actual)

@@ -95,8 +95,9 @@ class LockstepMachine(ProtocolMachine):
             self.target = type(self).target_factory()
         except Exception as error:
             self.act_on(raised_verdict(None, "reset", error, masks=self.masks), error)
+        # A response-only check compares what workers were sent too, where the target says.
         self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags,
-                               observe=self.probes is None)
+                               observe=self.probes is None, messages=self.probes is not None)
         #: Steps before this one have had their public reads taken (a response-only check).
         self.read_up_to = 0
         #: This run so far, digested, once the campaign knows a request too slow to send again.

@@ -86,7 +86,7 @@ def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory,
         oracle, target = oracle_factory(), None
         try:
             target = target_factory()
-            judge = StepJudge(oracle, target, masks=masks, tags=tags, observe=observe)
+            judge = StepJudge(oracle, target, masks=masks, tags=tags, observe=observe, messages=not observe)
             at_reset = judge.reset(config)
             if at_reset is not None:
                 return ([], at_reset) if type(at_reset) is Difference else None

@@ -48,6 +48,15 @@ class TargetBase:
         """Release whatever the target holds (files, processes, connections). Default:
         nothing to release."""
 
+    messages: Callable[[], list[Json]] | None = None
+    """`messages()`: the messages the target sent since the last call, in the order it
+    sent them: what its workers receive, which answers alone never show. Each is an outbox
+    entry of docs/operations.md, `{"address": str, "message": {"kind": "execute", "taskId":
+    str, "version": int}}` or `{"address": str, "message": {"kind": "unblock", "promise":
+    record}}`. A response-only campaign (--observe none) compares them after every step
+    (duespec.judge.messages_verdict). Raising TargetError with `not_offered` (or
+    NotImplementedError) says the target has no such hook after all. Default: not offered."""
+
     # The two fast checks below are trusted only from duespec's own adapters (the
     # judge's one rule, duespec.judge.trusts): they let a deep state or a long trace be
     # checked without building every answer. Default: not offered.
@@ -85,6 +94,12 @@ def exchange_of(target: Target) -> str | None:
     """What the target says went over the wire for its latest step, if it says."""
     exchange = getattr(target, "last_exchange", None)
     return exchange if isinstance(exchange, str) else None
+
+
+def messages_of(target: Target) -> Callable[[], list[Json]] | None:
+    """The target's `messages` hook (TargetBase.messages), if it has one."""
+    messages = getattr(target, "messages", None)
+    return messages if callable(messages) else None
 
 
 def close_target(target: Target | None) -> None:

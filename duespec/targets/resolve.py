@@ -25,7 +25,7 @@ from duespec.targets import deadline as deadline_module
 from duespec.targets.deadline import deadline
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
-from duespec.targets.interface import Json, Target, TargetError, TargetFactory, fast_checks
+from duespec.targets.interface import Json, Target, TargetError, TargetFactory, fast_checks, messages_of
 
 T = TypeVar("T")
 
@@ -234,6 +234,15 @@ class WatchedTarget:
             return watched
 
         return make
+
+    @property
+    def messages(self) -> Callable[[], list[Json]] | None:
+        """The wrapped target's `messages` hook, under the same deadline and boundary."""
+        messages = messages_of(self.inner)
+        if messages is None:
+            return None
+        timeout = self.timeout
+        return lambda: guarded("messages", messages, timeout)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)  # optional (docs/operations.md)

@@ -51,6 +51,8 @@ class StdioProcess:
                  start_timeout: float = START_TIMEOUT) -> None:
         self.command, self.system, self.timeout = command, system, timeout
         self.name = shlex.join(command)
+        #: Whether the program answers `messages` (None: not asked yet).
+        self.offers_messages: bool | None = None
         try:
             self._process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -84,8 +86,12 @@ class StdioProcess:
     def alive(self) -> bool:
         return self._finalizer.alive and self._process.poll() is None
 
-    def request(self, message: dict[str, Json], *, timeout: float | None = None) -> dict[str, Json]:
-        """Send one request line and return the reply of the same type, or raise TargetError."""
+    def request(self, message: dict[str, Json], *, timeout: float | None = None,
+                optional: bool = False) -> dict[str, Json]:
+        """Send one request line and return the reply of the same type, or raise TargetError.
+        `optional`: a request the protocol lets a program not know (docs/protocol.md,
+        "messages"); a protocol error in reply raises TargetError(not_offered=True) and the
+        program is kept."""
         kind = message["type"]
         try:
             line = json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n"
@@ -106,6 +112,9 @@ class StdioProcess:
                        f"({error.problem})", raw)
         if not isinstance(reply, dict):
             self._fail(f"answered {kind} with JSON that is not an object", raw)
+        if reply.get("type") == "error" and optional:
+            raise TargetError(f"target `{self.name}` does not answer {kind}: "
+                              f"{reply.get('message', '(no message)')}", not_offered=True)
         if reply.get("type") == "error":
             self._fail(f"reported a protocol error for {excerpt(line.rstrip())}: "
                        f"{reply.get('message', '(no message)')}", raw)
@@ -230,6 +239,24 @@ class StdioTarget:
 
     def observe(self) -> dict[str, Json]:
         return self._field(self._process.request({"type": "observe"}), "state")
+
+    def messages(self) -> list[Json]:
+        """The Target hook: `{"type": "messages"}` (docs/protocol.md); a program that
+        answers it with a protocol error does not offer it, and is not asked again."""
+        process = self._process
+        if process.offers_messages is False:
+            raise TargetError(f"target `{process.name}` does not answer messages", not_offered=True)
+        try:
+            reply = process.request({"type": "messages"}, optional=True)
+        except TargetError as error:
+            if error.not_offered:
+                process.offers_messages = False
+            raise
+        process.offers_messages = True
+        sent = reply.get("messages")
+        if not isinstance(sent, list):
+            process._fail("sent a messages reply whose 'messages' is not a JSON list", json.dumps(reply))
+        return sent
 
     def close(self) -> None:
         pass

@@ -52,7 +52,7 @@ OP_OF_KIND = {
 }
 KIND_OF_OP = {op: kind for kind, op in OP_OF_KIND.items()}
 #: Kinds that act on the server itself rather than its state at a time.
-CONTROL_KINDS = ("debug.reset", "debug.snap", "debug.start", "debug.stop")
+CONTROL_KINDS = ("debug.reset", "debug.snap", "debug.messages", "debug.start", "debug.stop")
 
 #: Wire defaults: the deployed server lets these be left out (they mean empty), in a
 #: request's data and in the data of the request envelopes nested in task requests.

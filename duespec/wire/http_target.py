@@ -2,7 +2,8 @@
 
 Each operations.md step becomes one envelope with `now` pinned in the head; `tick` is
 `debug.tick`, the single timeouts are duespec's debug kinds, `reset` is `debug.reset` with
-the config as data and `observe` is `debug.snap`. The server must answer debug.snap with
+the config as data, `observe` is `debug.snap` and `messages` (what workers were sent) is
+`debug.messages`. The server must answer debug.snap with
 the docs/operations.md state (duespec serve does). The last exchange is kept as text so a
 divergence report can show the request and response bodies of the failing step.
 """
@@ -58,6 +59,19 @@ class HttpTarget:
             raise TargetError(f"{self.url} answered debug.snap with {status}\n{exchange}",
                               not_offered=status in (400, 404, 501))
         return data
+
+    def messages(self) -> list[Json]:
+        """The Target hook: the messages the server sent since the last call, by
+        `debug.messages` (docs/wire.md); a server without it (400, 404, 501) does not
+        offer the hook, which the judge then leaves alone."""
+        status, data, exchange = self._call("debug.messages", {})
+        if status != 200:
+            raise TargetError(f"{self.url} answered debug.messages with {status}\n{exchange}",
+                              not_offered=status in (400, 404, 501))
+        sent = data.get("messages") if isinstance(data, dict) else None
+        if not isinstance(sent, list):
+            raise TargetError(f"{self.url} answered debug.messages without a list of messages\n{exchange}")
+        return sent
 
     def close(self) -> None:
         self.connection.close()

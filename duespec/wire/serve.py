@@ -84,6 +84,8 @@ class WireServer:
         self.unsafe_drop_acquire_lock = unsafe_drop_acquire_lock
         self.lock = threading.Lock()
         self.server = server_class(db, profile=profile, retry_timeout=retry_timeout)
+        if clock_mode == "pinned":  # a checker's server: it keeps what workers were sent for debug.messages
+            self.server.log_messages()
         self.tick_errors = 0
 
     def close(self) -> None:
@@ -155,6 +157,11 @@ class WireServer:
             return envelope(kind, corr_id, 200, {})
         if kind == "debug.snap":
             return envelope(kind, corr_id, 200, self.server.observe())
+        if kind == "debug.messages":
+            if self.clock_mode != "pinned":
+                raise WireError(400, "debug.messages needs a pinned clock: a server firing on its own "
+                                     "keeps no log of what it sent (duespec serve --clock real)")
+            return envelope(kind, corr_id, 200, {"messages": self.server.sent_messages()})
         if kind in CONTROL_KINDS:  # debug.start / debug.stop: always in debug mode here
             return envelope(kind, corr_id, 200, {})
         raise WireError(400, f"Unknown operation: {kind}")
@@ -355,7 +362,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Resonate HTTP protocol: POST / with {kind, head: {corrId, version}, data}. "
                     "Under --clock pinned (the default) time moves only when a client pins it (head "
                     "resonate:debug_time) or ticks (debug.tick); under --clock real the server reads its "
-                    "own clock and fires timeouts every --tick-ms. debug.reset, debug.snap control the store. "
+                    "own clock and fires timeouts every --tick-ms. debug.reset, debug.snap control the store; "
+                    "debug.messages hands over the messages sent since it was last asked (pinned clock). "
                     "See docs/wire.md, 'Running duespec serve'.",
         epilog="example: duespec serve schedules --port 8001 --profile deployed")
     parser.add_argument("system", choices=("schedules",))

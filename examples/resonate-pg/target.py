@@ -64,6 +64,8 @@ SHIPPED_RETRY_TIMEOUT = 5000
 #: (an acquired one). resonate-pg keeps one `timeout_at` per task and fires it by state.
 TASK_TIMEOUT_KIND = {"pending": 0, "acquired": 1}
 TASK_TIMEOUT_NAME = {"pending": "retry", "acquired": "lease"}
+#: The `p_limit` of a dequeue that takes every message of an address (an int, as declared).
+DEQUEUE_ALL = 2**31 - 1
 #: The ops this adapter answers itself (resonate-pg has no debug kinds).
 ENVIRONMENT_OPS = ("tick", "schedule.timeout", "promise.timeout")
 #: The trigger that records what a tick's pass fired (see the module docstring): on an
@@ -320,6 +322,44 @@ class ResonatePgTarget:
                                     else {"kind": "unblock", "promise": promise})}
                        for _, kind, address, task_id, version, promise in outbox],
         }
+
+    def messages(self) -> list[Json]:
+        """What resonate-pg's workers have been handed since the last call, in the order each
+        worker receives it: the duespec Target hook `messages` (docs/protocol.md, "messages").
+
+        A worker polling an address calls `resonate.dequeue_execute(address)` or
+        `resonate.dequeue_unblock(address)` (the `resonate-pg` connector does, woken by the
+        address's NOTIFY channel); this calls them, for every address the outbox holds a row
+        for, as such a worker would, and so reads through resonate-pg's own dispatch. They are
+        destructive: a message read here is no longer in the outbox, as after any worker's
+        read. No worker of anyone else's can be robbed, since the target's database is the
+        campaign's alone (it is emptied at each run), but `observe` reads the outbox too: so
+        duespec asks for messages only where it does not observe (--observe none). An
+        http(s) address is pushed by resonate-pg's trigger as the row is written (pg_net or
+        pgsql-http), and never dequeued; its rows, which stay in the outbox where neither is
+        installed, are taken here in the order written, as a push would have sent them."""
+        conn = self.conn
+        sent: list[Json] = []
+        with conn.transaction():
+            places = conn.execute("SELECT kind, address FROM resonate.outbox GROUP BY kind, address"
+                                  " ORDER BY min(seq)").fetchall()
+            for kind, address in places:
+                if address.startswith(("http://", "https://")):
+                    rows = conn.execute(
+                        "WITH d AS (DELETE FROM resonate.outbox WHERE kind = %s AND address = %s"
+                        " RETURNING task_id, version, promise, seq) SELECT task_id, version, promise FROM d"
+                        " ORDER BY seq", [kind, address]).fetchall()
+                elif kind == "execute":
+                    rows = [(task_id, version, None) for task_id, version in conn.execute(
+                        "SELECT task_id, version FROM resonate.dequeue_execute(%s, %s)", [address, DEQUEUE_ALL])]
+                else:
+                    rows = [(None, None, promise) for (promise,) in conn.execute(
+                        "SELECT promise FROM resonate.dequeue_unblock(%s, %s)", [address, DEQUEUE_ALL])]
+                sent += [{"address": address,
+                          "message": ({"kind": "execute", "taskId": task_id, "version": version} if kind == "execute"
+                                      else {"kind": "unblock", "promise": promise})}
+                         for task_id, version, promise in rows]
+        return sent
 
     def close(self) -> None:
         """Closes a connection of its own; the shared one stays for the campaign's next

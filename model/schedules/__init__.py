@@ -4,7 +4,7 @@ One handler per file, named by its requirement ID in spec/schedules.md; every st
 goes through an effect of `state.py`. `step` is the JSON face of docs/operations.md."""
 
 from duespec.model.schedules.dispatch import step
-from duespec.model.schedules.observe import observe
+from duespec.model.schedules.observe import observe, sent_messages
 from duespec.model.schedules.state import Config, ServerState, new_state
 
-__all__ = ["Config", "ServerState", "new_state", "step", "observe"]
+__all__ = ["Config", "ServerState", "new_state", "step", "observe", "sent_messages"]

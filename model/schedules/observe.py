@@ -65,3 +65,11 @@ def observe(state: ServerState) -> Json:
                              for id in sorted(state.schedule_timeouts)],
         "outbox": [outbox_entry_json(state.outbox[key]) for key in sorted(state.outbox)],
     }
+
+
+def sent_messages(state: ServerState) -> list[list[Json]]:
+    """The messages sent since the last call, in order, grouped by the transition that sent
+    them (docs/operations.md, "What a worker receives"); the log is emptied."""
+    groups = [[outbox_entry_json(entry) for entry in group] for group in state.sent if group]
+    state.sent.clear()
+    return groups

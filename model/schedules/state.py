@@ -110,6 +110,11 @@ class ServerState:
     task_timeouts: dict[tuple[str, int], int] = field(default_factory=dict)
     schedule_timeouts: dict[str, int] = field(default_factory=dict)
     outbox: dict[str, OutboxEntry] = field(default_factory=dict)
+    #: Every message setMessage sent, in order, grouped by the transition that sent it (one
+    #: request, or one timeout the environment fired): what a worker receives, which the
+    #: outbox (upserted by key, never drained) cannot show. Not Lean state; read and emptied
+    #: by `observe.sent_messages`, and never read by a handler.
+    sent: list[list[OutboxEntry]] = field(default_factory=list)
 
 
 def new_state(config: Config | None = None) -> ServerState:
@@ -204,3 +209,13 @@ def del_schedule_timeout(state: ServerState, id: str) -> None:
 def set_message(state: ServerState, address: str, message: Message) -> None:
     entry = OutboxEntry(address, message)
     state.outbox[outbox_key(entry)] = entry
+    if not state.sent:
+        state.sent.append([])
+    state.sent[-1].append(entry)
+
+
+def begin_transition(state: ServerState) -> None:
+    """The messages sent from here on come from another cause (a timeout the environment
+    fires): their order relative to the earlier ones is not the spec's to fix."""
+    if state.sent and state.sent[-1]:
+        state.sent.append([])

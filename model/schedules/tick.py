@@ -17,7 +17,7 @@ from duespec.model.schedules.on_promise_timeout import on_promise_timeout
 from duespec.model.schedules.on_schedule_timeout import on_schedule_timeout
 from duespec.model.schedules.on_task_lease_timeout import on_task_lease_timeout
 from duespec.model.schedules.on_task_retry_timeout import on_task_retry_timeout
-from duespec.model.schedules.state import LEASE, RETRY, ServerState
+from duespec.model.schedules.state import LEASE, RETRY, ServerState, begin_transition
 
 #: Firing order of the kinds when two timeouts fall on the same instant.
 KIND_ORDER = {"promise": 0, "schedule": 1}
@@ -48,6 +48,7 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
     fired = []
     while (due := next_due(state, now)) is not None:
         kind, id = due
+        begin_transition(state)
         if kind == "promise":
             reached("ENV-01.promise")
             on_promise_timeout(state, id, now)
@@ -56,6 +57,7 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
             on_schedule_timeout(state, id, now)
         fired.append({"kind": kind, "id": id})
     for id, task_kind in due_tasks(state, now):
+        begin_transition(state)
         if task_kind == RETRY:
             reached("ENV-01.retry")
             on_task_retry_timeout(state, id, now)
@@ -75,10 +77,12 @@ def deployed_tick(state: ServerState, now: int) -> list[dict[str, str]]:
     fired = []
     for timeout, id in sorted((t, id) for id, t in state.promise_timeouts.items() if t <= now):
         reached("ENV-01.promise")
+        begin_transition(state)
         on_promise_timeout(state, id, now)
         fired.append({"kind": "promise", "id": id})
     for timeout, id in sorted((t, id) for id, t in state.schedule_timeouts.items() if t <= now):
         reached("ENV-01.schedule")
+        begin_transition(state)
         on_schedule_timeout(state, id, now)
         fired.append({"kind": "schedule", "id": id})
     if not fired:

@@ -52,7 +52,20 @@ class ModelTarget:
         if op in ("tick", "schedule.timeout"):
             refuse_long_catch_up(self.state, op, args, now)
         self.observed = None
+        self.state.sent.clear()  # messages() tells one step's: the log never outgrows a step
         return model.step(self.state, op, args, now)
+
+    def message_groups(self) -> list[list[Json]]:
+        """The messages the latest step sent, grouped by the transition that sent them (a
+        request, or one timeout a tick fired): the judge compares the order within a group
+        and leaves the order between groups free (duespec.judge.messages_verdict)."""
+        assert self.state is not None, "reset() first"
+        return model.sent_messages(self.state)
+
+    def messages(self) -> list[Json]:
+        """The Target hook (duespec.targets.interface.TargetBase.messages): the messages
+        sent since the last call, in order."""
+        return [message for group in self.message_groups() for message in group]
 
     def observe(self) -> dict[str, Json]:
         assert self.state is not None, "reset() first"

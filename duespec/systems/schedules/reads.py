@@ -14,7 +14,8 @@ from typing import Any
 Json = Any
 
 #: What the reads cannot show, for the coverage report.
-BLIND_SPOTS = ("the outbox (messages sent to workers), timeouts armed but not yet due, callbacks and listeners "
+BLIND_SPOTS = ("the outbox (messages sent to workers: compared only where the target gives them, its `messages` "
+               "hook), timeouts armed but not yet due, callbacks and listeners "
                "beyond what promise.get projects, and objects the target holds under ids no step named")
 #: Steps of the environment, which may change any object.
 ENVIRONMENT = ("tick", "schedule.timeout", "promise.timeout")
