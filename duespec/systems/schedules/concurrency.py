@@ -18,10 +18,11 @@ def fork_model(target: ModelTarget) -> ModelTarget:
     s = target.state
     # Built without the dataclasses' __init__: a search forks at every step it tries.
     state = object.__new__(model.ServerState)
-    state.__dict__.update(
-        config=s.config, promises=s.promises.copy(), tasks=s.tasks.copy(), schedules=s.schedules.copy(),
-        promise_timeouts=s.promise_timeouts.copy(), task_timeouts=s.task_timeouts.copy(),
-        schedule_timeouts=s.schedule_timeouts.copy(), outbox=s.outbox.copy())
+    # Every collection copied, whatever fields the state grows; `sent` is a log of what was
+    # dispatched (never read by a handler), so a fork starts a log of its own.
+    state.__dict__.update({name: value.copy() if isinstance(value, (dict, list)) else value
+                           for name, value in s.__dict__.items()})
+    state.sent = []
     copy = object.__new__(ModelTarget)
     copy.__dict__.update(target.__dict__)
     copy.state = state
