@@ -379,13 +379,15 @@ def main(args: argparse.Namespace) -> int:
             stopper.settle()  # a stop asked for now only keeps later campaigns from starting
             print(verdict_line(result, args.target), flush=True)
             parallel.print_share(result)
-            if result.depths:
+            if result.depths and args.coverage:
                 print(depth_line(result), flush=True)
             details = report_campaign(args, result)
             report = report_for(system, result)
             coverage.append(report)
-            if not args.no_coverage:
+            if args.coverage:
                 print(report.render(), flush=True)
+            elif not args.no_coverage:
+                print(report.summary_line(), flush=True)
             cases.append(junit.Case(result, args.target, "\n\n".join(details), tuple(details)))
             if not long:
                 reports.append(campaign_to_json(result, target=args.target, examples=args.examples, steps=args.steps,
@@ -480,7 +482,10 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")
     parser.add_argument("--coverage-json", metavar="FILE", help="write the spec-coverage report as JSON")
-    parser.add_argument("--no-coverage", action="store_true", help="do not print the spec-coverage report")
+    parser.add_argument("-v", "--coverage", action="store_true",
+                        help="print the whole spec-coverage report and how deep the runs went (by "
+                             "default: one line of it)")
+    parser.add_argument("--no-coverage", action="store_true", help="do not print even that line")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds the target may take per call, stdio or in-process; a call that "
                              f"takes longer fails the campaign (default {DEFAULT_TIMEOUT:g})")
