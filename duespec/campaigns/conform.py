@@ -38,14 +38,17 @@ from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.campaigns.report_json import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
-from duespec.systems import System, get_system, system_argument
+from duespec.systems import SYSTEM_HELP, System, get_system, system_argument
 from duespec.targets.interface import TargetError, TargetFactory, close_target
 from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, resolve
 
 #: Longest counterexample printed step by step; the trace file always has all of it.
 SHOWN_STEPS = 30
-#: Divergence classes one campaign looks for before it stops (--max-classes).
-DEFAULT_MAX_CLASSES = 10
+#: Undeclared divergence classes one campaign looks for before it stops (--max-classes).
+#: One: the verdict is known at the first, and a CI gate wants it then, not after minutes
+#: of searching for more (a broken target's first class is shrunk and reported within
+#: seconds of its first failing run). Declared classes never count.
+DEFAULT_MAX_CLASSES = 1
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
@@ -448,7 +451,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Exit 0: conforms; 1: a divergence (its shrunk counterexample is written "
                     "as a trace); 2: bad usage or an unusable target.",
         epilog='example: duespec conform duebook --target "stdio:node examples/node-duebook/duebook.js"')
-    parser.add_argument("system", type=system_argument)
+    parser.add_argument("system", type=system_argument, metavar="SYSTEM", help=SYSTEM_HELP)
     parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
     add_campaign_options(parser)
     parser.set_defaults(run=main)
@@ -493,8 +496,9 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                         help="TOML or JSON file of accepted differences (docs/declared.md): "
                              "reported as declared, they do not fail the campaign")
     parser.add_argument("--max-classes", type=positive_int, default=DEFAULT_MAX_CLASSES, metavar="N",
-                        help=f"divergence classes to look for before stopping (default "
-                             f"{DEFAULT_MAX_CLASSES}; 1: stop at the first)")
+                        help=f"undeclared divergence classes to find before stopping (default "
+                             f"{DEFAULT_MAX_CLASSES}: the first decides the verdict; more to list more; "
+                             f"declared classes are reported and never count)")
     parser.add_argument("--ops", action="append", metavar="OP,...",
                         help="only these ops (comma-separated or repeated); rules that may call "
                              "another op are not drawn")
