@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -493,3 +494,29 @@ def test_render_html_for_a_linearizable_verdict_has_no_counterexample() -> None:
     verdict = check_history(generate(seed=1, ops=10))
     text = render_html(verdict)
     assert 'data-status="linearizable"' in text and "swimlanes" not in text
+
+
+def test_the_state_diff_shows_a_list_that_grew_by_its_elements_and_an_absent_side_as_absent() -> None:
+    from duespec.histories.report import _diff_table, diff
+
+    before, after = {"promises": [], "tasks": []}, {"promises": [{"id": "p1", "state": "pending"}], "tasks": []}
+    assert diff(before, after) == [("promises[0].id", "-", "p1"), ("promises[0].state", "-", "pending")]
+    assert diff(after, before) == [("promises[0].id", "p1", "-"), ("promises[0].state", "pending", "-")]
+    assert diff({"promises": []}, {"promises": None}) == [("promises", [], None)]  # no elements: a row of its own
+    table = _diff_table("state-diff", before, after)
+    assert "<em>absent</em>" in table and '"-"' not in table
+
+
+def test_a_late_calls_label_ends_at_its_bar_instead_of_running_off_the_lane() -> None:
+    from duespec.histories.report import _bar_label
+
+    assert _bar_label("#4 promise.get", 100.0, 140.0, 980.0, 30) == '<text x="102.0" y="30">#4 promise.get</text>'
+    late = _bar_label("#46 promise.set", 975.0, 979.0, 980.0, 30)
+    assert 'text-anchor="end"' in late and 'x="979.0"' in late
+
+
+def test_the_html_tables_headers_never_wrap() -> None:
+    phases, mutate, _ = PLANTED["double acquire of one task version"]
+    history, _ = scripted(0, phases, mutate)
+    text = render_html(check_history(history))
+    assert re.search(r"th\{[^}]*white-space:nowrap", text)
