@@ -125,6 +125,14 @@ def split_comment(line: str) -> tuple[str, str]:
     return line.rstrip(), ""
 
 
+def _open_quote(text: str) -> bool:
+    try:
+        shlex.split(text)
+    except ValueError:
+        return True
+    return False
+
+
 def commands_of(lines: list[str], first_line: int) -> list[Command]:
     commands: list[Command] = []
     pending, start = "", first_line
@@ -136,6 +144,9 @@ def commands_of(lines: list[str], first_line: int) -> list[Command]:
             pending += text[:-1].rstrip() + " "
             continue
         text = (pending + text.strip()).strip()
+        if _open_quote(text):  # a quoted argument that goes on over the next line
+            pending = text + "\n"
+            continue
         pending = ""
         if text:
             commands.append(Command(text, comment, start))
