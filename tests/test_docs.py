@@ -3,8 +3,10 @@
 A command block is a fence whose info string starts with `sh`; the words after it say how
 it is checked:
 
-- `sh`: run by `make test`, each command in turn from the repository root (`.venv/bin`
-  first on PATH, a `\\` joining lines). A command exits 0 unless its comment says `exit N`;
+- `sh`: run by `make test`, each command in turn in a scratch folder that links every
+  entry of the repository (so relative paths read as from its root, and files written
+  by a relative name land in the scratch folder; `.venv/bin` first on PATH, a `\\`
+  joining lines). A command exits 0 unless its comment says `exit N`;
   a word in capitals its comment names (HOLDS, DIVERGES, CONFIRMED, ...) is in its output.
   A command ending in `&` runs in the background until the block's `kill %1` (or the
   block's end); the next command waits until the address it serves answers.
@@ -238,7 +240,17 @@ def _wait_for(address: tuple[str, int], process: subprocess.Popen[str]) -> None:
     raise AssertionError(f"the background command never answered on {address[0]}:{address[1]}")
 
 
-def run_block(block: Block) -> None:
+def scratch_checkout(folder: Path) -> Path:
+    """A folder where a block's commands run: every entry of the repository linked in
+    (`.duespec` too, so a trace one block writes is there for the next), so that the files a
+    block writes by a relative name land here, new each time, never in the checkout."""
+    for entry in ROOT.iterdir():
+        if entry.name not in (".git", ".venv"):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def run_block(block: Block, cwd: Path = ROOT) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     background: list[subprocess.Popen[str]] = []
     last_output = ""
@@ -251,7 +263,7 @@ def run_block(block: Block) -> None:
                 background[0].wait(60)
                 continue
             if command.background:
-                process = subprocess.Popen(["bash", "-c", "exec " + command.text.rstrip("&").strip()], cwd=ROOT,
+                process = subprocess.Popen(["bash", "-c", "exec " + command.text.rstrip("&").strip()], cwd=cwd,
                                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
                                            start_new_session=True)
                 background.append(process)
@@ -259,7 +271,7 @@ def run_block(block: Block) -> None:
                 if address is not None:
                     _wait_for(address, process)
                 continue
-            run = subprocess.run(["bash", "-c", command.text], cwd=ROOT, env=env, capture_output=True, text=True,
+            run = subprocess.run(["bash", "-c", command.text], cwd=cwd, env=env, capture_output=True, text=True,
                                  timeout=1800)
             last_output = run.stdout + run.stderr
             assert run.returncode == command.exit_code, f"{where}: exit {run.returncode}\n{last_output[-3000:]}"
@@ -286,11 +298,11 @@ def _assert_lines_in(block: Block, output: str) -> None:
 
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == ""], ids=lambda b: b.name)
-def test_a_block_does_what_its_text_says(block: Block) -> None:
-    run_block(block)
+def test_a_block_does_what_its_text_says(block: Block, tmp_path: Path) -> None:
+    run_block(block, scratch_checkout(tmp_path))
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == "long"], ids=lambda b: b.name)
-def test_a_long_block_does_what_its_text_says(block: Block) -> None:
-    run_block(block)
+def test_a_long_block_does_what_its_text_says(block: Block, tmp_path: Path) -> None:
+    run_block(block, scratch_checkout(tmp_path))
