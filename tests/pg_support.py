@@ -7,8 +7,10 @@ the server down and removes the directory. Nothing is mocked: it is Debian's ser
 
 Where things come from:
 - the binaries: $DUESPEC_PG_BIN, else the newest /usr/lib/postgresql/*/bin;
-- resonate.sql: $DUESPEC_RESONATE_PG_SQL, else `<repo>/../shared/third_party/resonate-pg/
-  resonate.sql` (where CI keeps the pinned copy; the project itself never contains it).
+- resonate.sql (`resonate_sql`): $DUESPEC_RESONATE_PG_SQL, else
+  `<repo>/../shared/third_party/resonate-pg/resonate.sql` (where CI keeps the pinned copy),
+  else `<repo>/.duespec/third_party/resonate-pg/resonate.sql`, the clone `make resonate-pg`
+  makes at the pinned commit. The project itself never contains it.
 
 PostgreSQL refuses to run as root, and CI runs as root: then initdb and postgres run as the
 `postgres` user the Debian package creates (else `nobody`), through setpriv, which execs
@@ -34,7 +36,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SQL = ROOT.parent / "shared" / "third_party" / "resonate-pg" / "resonate.sql"
+#: resonatehq/resonate-pg at the commit docs/findings.md was measured against; `make
+#: resonate-pg` clones it into CLONE_DIR (tests never download anything).
+RESONATE_PG_REPOSITORY = "https://github.com/resonatehq/resonate-pg"
+RESONATE_PG_COMMIT = "54fe65150f42f39f415363d05cd54ff91a069b1c"
+SHARED_SQL = Path("shared") / "third_party" / "resonate-pg" / "resonate.sql"
+CLONE_DIR = Path(".duespec") / "third_party" / "resonate-pg"
+#: How to get resonate.sql, said wherever it is missing.
+HOW_TO_GET_SQL = ("run `make resonate-pg` (a git clone of resonatehq/resonate-pg at its pinned commit into "
+                  ".duespec/third_party/resonate-pg), or set DUESPEC_RESONATE_PG_SQL to a resonate.sql")
 DATABASE = "resonate"
 SUPERUSER = "postgres"
 #: Seconds to wait for the server to accept connections, and to shut down.
@@ -63,29 +73,43 @@ def pg_bin_dir() -> Path:
     return Path(found[-1]).parent
 
 
-def _main_checkout() -> Path:
-    """The repository's main checkout: ROOT itself, or, in a `git worktree`, the checkout
+def _main_checkout(root: Path) -> Path:
+    """The repository's main checkout: `root` itself, or, in a `git worktree`, the checkout
     whose .git it shares (so that `<repo>/../shared` means the same place from both)."""
-    dot_git = ROOT / ".git"
+    dot_git = root / ".git"
     if dot_git.is_file():
         text = dot_git.read_text().strip()
         if text.startswith("gitdir:"):
-            gitdir = (ROOT / text.split(":", 1)[1].strip()).resolve()
+            gitdir = (root / text.split(":", 1)[1].strip()).resolve()
             common = gitdir / "commondir"
             if common.is_file():
                 return (gitdir / common.read_text().strip()).resolve().parent
-    return ROOT
+    return root
 
 
-def resonate_sql() -> Path:
-    """resonate-pg's one SQL file, or PostgresUnavailable naming where it was looked for."""
-    configured = os.environ.get("DUESPEC_RESONATE_PG_SQL")
-    candidates = [Path(configured)] if configured else [DEFAULT_SQL, _main_checkout().parent / DEFAULT_SQL.relative_to(ROOT.parent)]
+def resonate_sql_candidates(root: Path = ROOT, environ: dict[str, str] | None = None) -> list[Path]:
+    """Where resonate.sql is looked for, in order. A DUESPEC_RESONATE_PG_SQL that is set is
+    the only place: a path the user named and got wrong is said as such, never passed over."""
+    environ = os.environ if environ is None else environ
+    configured = environ.get("DUESPEC_RESONATE_PG_SQL")
+    if configured:
+        return [Path(configured)]
+    checkouts = list(dict.fromkeys([root, _main_checkout(root)]))
+    return ([checkout.parent / SHARED_SQL for checkout in checkouts]
+            + [checkout / CLONE_DIR / "resonate.sql" for checkout in checkouts])
+
+
+def resonate_sql(root: Path = ROOT, environ: dict[str, str] | None = None) -> Path:
+    """resonate-pg's one SQL file, or PostgresUnavailable naming where it was looked for
+    and how to get it."""
+    candidates = resonate_sql_candidates(root, environ)
     for path in candidates:
         if path.is_file():
             return path
-    raise PostgresUnavailable(f"resonate.sql not found at {candidates[0]} (set DUESPEC_RESONATE_PG_SQL "
-                              f"to resonate-pg's resonate.sql)")
+    if len(candidates) == 1:
+        raise PostgresUnavailable(f"DUESPEC_RESONATE_PG_SQL={candidates[0]}: no such file")
+    raise PostgresUnavailable(f"resonate.sql not found (looked in {', '.join(map(str, candidates))}): "
+                              f"{HOW_TO_GET_SQL}")
 
 
 def free_port() -> int:

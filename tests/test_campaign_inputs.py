@@ -344,3 +344,41 @@ def test_a_process_group_sigterm_with_jobs_keeps_what_the_workers_found(tmp_path
     written = json.loads(report.read_text())
     assert written["exit"] == 1
     assert [finding["label"] for finding in written["campaigns"][0]["findings"]] == ["response claim $.error [D-09]"]
+
+class LoadedClock:
+    """time.perf_counter on a machine so loaded that every reading is 1,000 s after the last."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1000.0
+        return self.now
+
+
+def test_the_counterexample_does_not_depend_on_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shrinking budgets count work: a clock that runs a thousand times too fast (a loaded
+    machine, to a wall-clock budget) shrinks to the very same counterexample."""
+    from duespec.campaigns import run as run_module
+    from tests.planted_targets import OnePlantedBug
+
+    duebook = get_system("duebook")
+    idle = run_campaign(duebook, OnePlantedBug, examples=200, seed=7)
+    monkeypatch.setattr(run_module, "SHRINK_WALL_SECONDS", float("inf"))
+    monkeypatch.setattr(time, "perf_counter", LoadedClock())
+    loaded = run_campaign(duebook, OnePlantedBug, examples=200, seed=7)
+    monkeypatch.undo()
+    assert idle.counterexample and loaded.counterexample == idle.counterexample
+    assert "shrinking stopped" not in loaded.findings[0].summary
+
+
+def test_a_shrinking_cut_by_its_work_budget_says_so_and_keeps_the_shortest_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from duespec.campaigns import run as run_module
+    from tests.planted_targets import OnePlantedBug
+
+    monkeypatch.setattr(run_module, "SHRINK_STEPS", 20)
+    result = run_campaign(get_system("duebook"), OnePlantedBug, examples=200, seed=7)
+    [finding] = result.findings
+    assert "(shrinking stopped after 20 steps, its budget: the shortest failing run of the class seen is kept)" in finding.summary
+    assert finding.counterexample[-1]["op"] == "claim"

@@ -203,3 +203,13 @@ def test_an_in_process_target_that_hangs_fails_within_its_timeout(tmp_path: Path
     assert result.failure_kind == FindingKind.TARGET_TOO_SLOW  # a finding of its own kind, not a hang
     assert "step claim did not return within 0.2s" in (result.failure or "")
     assert [step["op"] for step in result.counterexample].count("claim") == 2
+
+
+@pytest.mark.parametrize("command", ["conform", "check"])
+def test_the_help_names_the_system_argument_and_its_choices(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from duespec.cli import main as cli
+
+    with pytest.raises(SystemExit):
+        cli([command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "SYSTEM the system to check: duebook or schedules (or one added through DUESPEC_SYSTEMS" in help_text

@@ -60,7 +60,7 @@ def declared_file(tmp_path: Path, *entries: str) -> str:
 def test_one_campaign_reports_all_three_classes_and_fails_only_for_the_undeclared(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junit = tmp_path / "junit.xml"
-    code = conform(tmp_path, f"{PLANTED}:ThreePlantedBugs", "--junit", str(junit),
+    code = conform(tmp_path, f"{PLANTED}:ThreePlantedBugs", "--junit", str(junit), "--max-classes", "3",
                    "--declared", declared_file(tmp_path, CANCEL, EXPIRE))
     out = capsys.readouterr().out
     assert code == 1, out

@@ -19,6 +19,7 @@ import pytest
 
 from duespec.histories.format import read_history
 from duespec.histories.linearize import check_history
+from needs import unavailable
 from pg_support import PostgresServer, PostgresUnavailable
 from test_record import Recording
 from test_resonate_sdk import sdk_python
@@ -103,7 +104,7 @@ def test_a_resonate_application_on_resonate_pg_through_the_recorder(tmp_path):
     try:
         postgres = PostgresServer().start()
     except PostgresUnavailable as error:
-        pytest.fail(f"resonate-pg cannot be checked: {error}", pytrace=False)
+        unavailable("resonate-pg", str(error))
     try:
         with Front(postgres.create_database("field")) as front:
             occurrence = application_through_the_recorder(front.url, tmp_path / "traffic.ndjson")

@@ -7,12 +7,14 @@ import copy
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from needs import unavailable
 
 from duespec.histories.format import Event, History, HistoryHeader, HistoryWriter
 from duespec.histories.generate import START_MS, VALUE, generate
@@ -439,7 +441,9 @@ def test_the_html_report_is_self_contained_and_shows_lanes_and_the_failing_call(
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
     assert "<script" not in text and "<link" not in text
     browser = chromium()
-    assert browser, "chromium is needed for this test (set DUESPEC_CHROMIUM)"
+    if not browser:
+        unavailable("the HTML report's rendering in a browser",
+                    "no chromium (as root: apt-get install chromium; or set DUESPEC_CHROMIUM)")
     dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
     from html.parser import HTMLParser
@@ -750,3 +754,28 @@ def test_a_tick_takes_effect_id_by_id_within_its_interval() -> None:
     parted = check_history(history, budget=20, shrink=False)
     assert parted.status == "linearizable" and parted.partitions == 2
     assert check_history(history, budget=20, partition=False, shrink=False).status == "not linearizable"
+
+def test_the_state_diff_shows_a_list_that_grew_by_its_elements_and_an_absent_side_as_absent() -> None:
+    from duespec.histories.report import _diff_table, diff
+
+    before, after = {"promises": [], "tasks": []}, {"promises": [{"id": "p1", "state": "pending"}], "tasks": []}
+    assert diff(before, after) == [("promises[0].id", "-", "p1"), ("promises[0].state", "-", "pending")]
+    assert diff(after, before) == [("promises[0].id", "p1", "-"), ("promises[0].state", "pending", "-")]
+    assert diff({"promises": []}, {"promises": None}) == [("promises", [], None)]  # no elements: a row of its own
+    table = _diff_table("state-diff", before, after)
+    assert "<em>absent</em>" in table and '"-"' not in table
+
+
+def test_a_late_calls_label_ends_at_its_bar_instead_of_running_off_the_lane() -> None:
+    from duespec.histories.report import _bar_label
+
+    assert _bar_label("#4 promise.get", 100.0, 140.0, 980.0, 30) == '<text x="102.0" y="30">#4 promise.get</text>'
+    late = _bar_label("#46 promise.set", 975.0, 979.0, 980.0, 30)
+    assert 'text-anchor="end"' in late and 'x="979.0"' in late
+
+
+def test_the_html_tables_headers_never_wrap() -> None:
+    phases, mutate, _ = PLANTED["double acquire of one task version"]
+    history, _ = scripted(0, phases, mutate)
+    text = render_html(check_history(history))
+    assert re.search(r"th\{[^}]*white-space:nowrap", text)

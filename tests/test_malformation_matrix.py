@@ -181,7 +181,7 @@ def conform(target: str, tmp_path: Path, *more: str) -> int:
 
 
 def test_the_independent_book_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = conform("IndependentBook", tmp_path)
+    code = conform("IndependentBook", tmp_path, "--coverage")
     out = capsys.readouterr().out
     assert code == 0, out
     assert "malformation matrix (DR-09): 220 of 220" in out

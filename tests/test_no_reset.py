@@ -59,7 +59,7 @@ class SettleAnswersTheOldRecord(NeverReset):
 
 def conform(tmp_path: Path, target: str, *extra: str, coverage: bool = False) -> int:
     return main(["conform", "schedules", "--target", f"{__name__}:{target}", "--progress", "0",
-                 *([] if coverage else ["--no-coverage"]), "--trace-dir", str(tmp_path / "failures"), *extra])
+                 *(["--coverage"] if coverage else ["--no-coverage"]), "--trace-dir", str(tmp_path / "failures"), *extra])
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from duespec.campaigns import junit
 from duespec.campaigns.run import CampaignResult
 from duespec.judge import FindingKind
@@ -52,6 +54,36 @@ def test_tags_are_grouped_by_requirement_with_counts() -> None:
     text = report.render()
     assert "3 of 36 requirements of duebook.md reached" in text
     assert "D-05" in text and "claim_not_found 2, get_not_found 1" in text
+
+
+def test_the_summary_line_counts_each_note_and_says_it_fails_nothing() -> None:
+    report = duebook_report(Counter({"D-09.not_due": 4, "D-99.typo": 1}))
+    line = report.summary_line()
+    assert "\n" not in line
+    assert line.startswith("spec coverage: 1 of 36 requirements of duebook.md reached; notes, not failures of "
+                           "this campaign: ")
+    assert f"{len(report.missing_required)} required tags not reached" in line
+    assert "1 tags the catalogue does not define" in line and line.endswith("(--coverage for the report)")
+    system = get_system("duebook")
+    full = duebook_report(Counter({tag: 1 for tag in system.required_tags}))
+    assert "notes" not in full.summary_line()
+    # the whole report says the same of required tags: a note, not a failure
+    assert "required tags not reached (a note, not a failure of this campaign" in report.render()
+
+
+def test_a_campaign_prints_one_coverage_line_by_default_and_the_report_with_coverage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from duespec.cli import main
+
+    quick = ["check", "duebook", "--examples", "5", "--progress", "0", "--database", "none"]
+    assert main(quick) == 0
+    quiet = capsys.readouterr().out.splitlines()
+    assert quiet[0].startswith("HOLDS: duebook [seed]")
+    assert [line for line in quiet if line.startswith("spec coverage:")] == quiet[-1:]
+    assert not any(line.startswith(("  D-", "depth over")) for line in quiet), quiet
+    assert main([*quick, "--coverage"]) == 0
+    full = capsys.readouterr().out
+    assert "spec coverage: duebook [seed]" in full and "\n  D-03 " in full and "depth over" in full
 
 
 def test_a_tag_the_catalogue_does_not_define_is_flagged() -> None:

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from needs import unavailable  # noqa: E402
 from pg_support import PostgresServer, PostgresUnavailable  # noqa: E402
 
 from duespec.cli import main  # noqa: E402
@@ -45,7 +46,7 @@ def postgres():
     try:
         server = PostgresServer().start()
     except PostgresUnavailable as error:
-        pytest.fail(f"resonate-pg cannot be checked: {error}", pytrace=False)
+        unavailable("resonate-pg", str(error))
     yield server
     server.stop()
 

@@ -1,7 +1,7 @@
 """A slow target is a finding, not a hang (issue 29, item 3).
 
 A call past --timeout is one class per op ("target too slow: OP took > Ns (--timeout)"),
-its shrinking is bounded (run.SLOW_SHRINK_SECONDS), the reset-leak probe does not send
+its shrinking is bounded (run.SLOW_SHRINK_RUNS), the reset-leak probe does not send
 the slow call again and calls itself inconclusive rather than inventing a class, and the
 campaign goes on to find the target's other classes.
 """
@@ -95,7 +95,7 @@ def test_the_reset_leak_probe_is_inconclusive_when_a_replay_runs_past_the_timeou
 @pytest.mark.long
 def test_a_slow_op_is_one_class_shrunk_under_a_budget_and_the_campaign_goes_on(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_module, "SLOW_SHRINK_SECONDS", 3.0)
+    monkeypatch.setattr(run_module, "SLOW_SHRINK_RUNS", 3)
     SlowListing.slow_calls = 0
     factory = WatchedFactory(SlowListing, TIMEOUT, "SlowListing")
     result = run_module.run_campaign(DUEBOOK, factory, examples=30, step_count=20, max_classes=4)
@@ -107,7 +107,7 @@ def test_a_slow_op_is_one_class_shrunk_under_a_budget_and_the_campaign_goes_on(
     assert slow[0].counterexample[-1]["op"] == "expirable"
     # Bounded: the shrinking budget's worth of slow calls, one per run of every later search
     # (a masked slow call ends its run), and never one for the reset-leak probe.
-    assert SlowListing.slow_calls <= 3.0 / TIMEOUT + 5 + result.examples, (SlowListing.slow_calls, result.examples)
+    assert SlowListing.slow_calls <= 3 + 1 + 5 + result.examples, (SlowListing.slow_calls, result.examples)
     assert not any(f.kind in (FindingKind.STATE_SURVIVES_RESET, FindingKind.NOT_REPRODUCIBLE)
                    for f in result.findings), labels
 
@@ -115,7 +115,7 @@ def test_a_slow_op_is_one_class_shrunk_under_a_budget_and_the_campaign_goes_on(
 @pytest.mark.long
 def test_conform_reports_the_slow_class_and_prints_progress_meanwhile(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_module, "SLOW_SHRINK_SECONDS", 3.0)
+    monkeypatch.setattr(run_module, "SLOW_SHRINK_RUNS", 3)
     code = main(["conform", "duebook", "--target", "tests.test_slow_target:SlowListing",
                  "--timeout", str(TIMEOUT), "--examples", "30", "--steps", "20", "--max-classes", "4",
                  "--progress", "1", "--no-coverage", "--trace-dir", str(tmp_path)])

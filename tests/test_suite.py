@@ -21,6 +21,8 @@ def test_everything_holds_on_a_small_budget(capsys: pytest.CaptureFixture[str]) 
     for part in ("prove", "check", "replay"):
         assert re.search(rf"^ok   {part} ", summary, re.MULTILINE), part
     assert "schedules [server]" in summary and "schedules [lean]" in summary
+    # each campaign says it started, so minutes of campaigns never pass in silence
+    assert re.search(r"^schedules \[lean\]: impl vs model, 5 runs$", out[:out.index("== summary")], re.MULTILINE)
 
 
 def test_a_malformed_trace_fails_the_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

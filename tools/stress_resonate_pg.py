@@ -1,7 +1,7 @@
-"""`make check`'s run of `duespec stress` against resonate-pg on a real PostgreSQL.
+"""`make stress-resonate-pg` (which CI runs): `duespec stress` against resonate-pg on a real PostgreSQL.
 
 Starts a throwaway PostgreSQL with resonate.sql applied (tests/pg_support.py: the
-binaries from $DUESPEC_PG_BIN, resonate.sql from $DUESPEC_RESONATE_PG_SQL), runs
+binaries from $DUESPEC_PG_BIN, resonate.sql where pg_support looks for it), runs
 
     duespec stress schedules --target target:make_client --clients 16 --ops 2000 --clock pinned
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from duespec.campaigns import conform
-from duespec.systems import system_argument
+from duespec.systems import SYSTEM_HELP, system_argument
 
 
 def main(args: argparse.Namespace) -> int:
@@ -22,6 +22,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Hypothesis state machine; compare every response and the whole state. "
                     "Exit 0: holds; 1: a divergence (its shrunk counterexample is written as "
                     "a trace); 2: bad usage.")
-    parser.add_argument("system", type=system_argument)
+    parser.add_argument("system", type=system_argument, metavar="SYSTEM", help=SYSTEM_HELP)
     conform.add_campaign_options(parser)
     parser.set_defaults(run=main)

@@ -38,14 +38,17 @@ from duespec.judge import FindingKind
 from duespec.campaigns.report import CoverageReport, report_for, write_json
 from duespec.campaigns.report_json import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT
-from duespec.systems import System, get_system, system_argument
+from duespec.systems import SYSTEM_HELP, System, get_system, system_argument
 from duespec.targets.interface import TargetError, TargetFactory, close_target
 from duespec.targets.resolve import SPEC_HELP, TargetSpecError, close_factory, resolve
 
 #: Longest counterexample printed step by step; the trace file always has all of it.
 SHOWN_STEPS = 30
-#: Divergence classes one campaign looks for before it stops (--max-classes).
-DEFAULT_MAX_CLASSES = 10
+#: Undeclared divergence classes one campaign looks for before it stops (--max-classes).
+#: One: the verdict is known at the first, and a CI gate wants it then, not after minutes
+#: of searching for more (a broken target's first class is shrunk and reported within
+#: seconds of its first failing run). Declared classes never count.
+DEFAULT_MAX_CLASSES = 1
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
@@ -384,13 +387,15 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
             stopper.settle()  # a stop asked for now only keeps later campaigns from starting
             print(verdict_line(result, args.target), flush=True)
             parallel.print_share(result)
-            if result.depths:
+            if result.depths and args.coverage:
                 print(depth_line(result), flush=True)
             details = report_campaign(args, result)
             report = report_for(system, result)
             coverage.append(report)
-            if not args.no_coverage:
+            if args.coverage:
                 print(report.render(), flush=True)
+            elif not args.no_coverage:
+                print(report.summary_line(), flush=True)
             cases.append(junit.Case(result, args.target, "\n\n".join(details), tuple(details)))
             if not long:
                 reports.append(campaign_to_json(result, target=args.target, examples=args.examples, steps=args.steps,
@@ -451,7 +456,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "Exit 0: conforms; 1: a divergence (its shrunk counterexample is written "
                     "as a trace); 2: bad usage or an unusable target.",
         epilog='example: duespec conform duebook --target "stdio:node examples/node-duebook/duebook.js"')
-    parser.add_argument("system", type=system_argument)
+    parser.add_argument("system", type=system_argument, metavar="SYSTEM", help=SYSTEM_HELP)
     parser.add_argument("--target", required=True, metavar="TARGET", help=f"the target: {SPEC_HELP}")
     add_campaign_options(parser)
     parser.set_defaults(run=main)
@@ -485,7 +490,10 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-dir", default=str(DEFAULT_FAILURE_DIR), metavar="DIR",
                         help=f"where a failing campaign writes its trace (default {DEFAULT_FAILURE_DIR})")
     parser.add_argument("--coverage-json", metavar="FILE", help="write the spec-coverage report as JSON")
-    parser.add_argument("--no-coverage", action="store_true", help="do not print the spec-coverage report")
+    parser.add_argument("-v", "--coverage", action="store_true",
+                        help="print the whole spec-coverage report and how deep the runs went (by "
+                             "default: one line of it)")
+    parser.add_argument("--no-coverage", action="store_true", help="do not print even that line")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds the target may take per call, stdio or in-process; a call that "
                              f"takes longer fails the campaign (default {DEFAULT_TIMEOUT:g})")
@@ -493,8 +501,9 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                         help="TOML or JSON file of accepted differences (docs/declared.md): "
                              "reported as declared, they do not fail the campaign")
     parser.add_argument("--max-classes", type=positive_int, default=DEFAULT_MAX_CLASSES, metavar="N",
-                        help=f"divergence classes to look for before stopping (default "
-                             f"{DEFAULT_MAX_CLASSES}; 1: stop at the first)")
+                        help=f"undeclared divergence classes to find before stopping (default "
+                             f"{DEFAULT_MAX_CLASSES}: the first decides the verdict; more to list more; "
+                             f"declared classes are reported and never count)")
     parser.add_argument("--ops", action="append", metavar="OP,...",
                         help="only these ops (comma-separated or repeated); rules that may call "
                              "another op are not drawn")

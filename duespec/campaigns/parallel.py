@@ -318,13 +318,14 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
 
 def cutoff(parts: list[CampaignResult], order: list[int], max_classes: int) -> int | None:
     """The first chunk (in `order`) at which the chunks up to it, all present, have found
-    `max_classes` classes together; None when there is none yet."""
+    `max_classes` undeclared classes together (declared ones never count); None when there
+    is none yet."""
     by_index = {part.chunks[0]: part for part in parts}  # type: ignore[attr-defined]
     classes: set[Any] = set()
     for index in order:
         if index not in by_index:
             return None
-        classes.update(_class_key(finding) for finding in by_index[index].findings)
+        classes.update(_class_key(finding) for finding in by_index[index].findings if not finding.declared)
         if len(classes) >= max_classes:
             return index
     return None

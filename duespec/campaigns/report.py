@@ -8,7 +8,11 @@ requirements are checked by proofs or unit tests rather than by any branch of th
 and some belong to another profile (System.unreached_reasons, System.out_of_reach): each
 never-reached requirement is listed with its reason, and one without is named as a gap.
 Missing required tags (System.required_in: those the profile can reach) are a failure of
-the machine's tests, not of a campaign against a target.
+the machine's tests (a default `duespec check` must reach them), and a note, never a
+failure, of a campaign against a target: a target's answers steer the runs.
+
+A campaign prints `summary_line` by default, and `render`, the whole report, with
+`--coverage` (or `-v`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from duespec.campaigns.run import CampaignResult
 from duespec.systems import System
 from duespec.judge import requirement_of
 
+#: What a missing required tag is to a campaign, said where the report lists them.
+REQUIRED_NOTE = ("a note, not a failure of this campaign: a target's answers steer the runs, and fewer "
+                 "--examples reach fewer; duespec's own machine tests fail when a default check misses one")
 #: A requirement ID: one to four capital letters, a dash, two or three digits (D-07, ENV-01).
 REQUIREMENT_ID = re.compile(r"\b([A-Z]{1,4}-\d{2,3})\b")
 #: An ID where it is defined: first on its line, after Markdown decoration (**, #, |, -).
@@ -146,6 +153,21 @@ class CoverageReport:
             "malformation_matrix": self.matrix.to_json() if self.matrix is not None else None,
         }
 
+    def summary_line(self) -> str:
+        """The report in one line: what was reached, and the count of each note."""
+        covered = self.catalogue_size - len(self.never_reached)
+        line = (f"spec coverage: {covered} of {self.catalogue_size} requirements of {self.catalogue} reached"
+                if self.catalogue_problem is None else
+                f"spec coverage: {len(self.reached)} requirements reached; catalogue unreadable")
+        notes = [f"{count} {what}" for count, what in (
+            (len(self.unexplained), "never reached without a reason"),
+            (len(self.reached_out_of_reach), "reached although declared out of reach"),
+            (len(self.missing_required), "required tags not reached"),
+            (len(self.unknown), "tags the catalogue does not define")) if count]
+        if notes:
+            line += f"; notes, not failures of this campaign: {', '.join(notes)}"
+        return line + " (--coverage for the report)"
+
     def render(self) -> str:
         covered = self.catalogue_size - len(self.never_reached)
         lines = [f"spec coverage: {self.system} [{self.profile}], {covered} of {self.catalogue_size} "
@@ -174,7 +196,7 @@ class CoverageReport:
             lines.append("  reached although declared out of this profile's reach (a wrong reason): "
                          + ", ".join(self.reached_out_of_reach))
         if self.missing_required:
-            lines.append("  required tags not reached (a default campaign must reach them): " + ", ".join(self.missing_required))
+            lines.append(f"  required tags not reached ({REQUIRED_NOTE}): " + ", ".join(self.missing_required))
         if self.unknown:
             lines.append("  tags with an ID the catalogue does not define: " + ", ".join(self.unknown))
         return "\n".join(lines)

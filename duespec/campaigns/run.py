@@ -3,15 +3,18 @@
 A campaign may look for every divergence class (duespec.campaigns.classes) instead of
 stopping at the first: when Hypothesis has found and shrunk a failure, its class is
 recorded and masked, and the search runs again, until a search finds nothing new or
-`max_classes` classes are found. Every failure is first replayed twice from a reset and
+`max_classes` undeclared classes are found. Every failure is first replayed twice from a reset and
 once on the model (duespec.campaigns.reset_leak): a target whose answers depend on earlier
 runs is reported as "state survives reset", and the search stops there.
 
 A call past --timeout is a finding ("target too slow: OP took > Ns (--timeout)"), one
-class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_SECONDS (every
-other class's by SHRINK_SECONDS; then the shortest failing run of the class seen is
-kept), it is not
-replayed by the reset-leak probe, and the search goes on to other classes.
+class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_RUNS (every other
+class's by SHRINK_STEPS; then the shortest failing run of the class seen is kept), it is
+not replayed by the reset-leak probe, and the search goes on to other classes.
+
+Shrinking budgets count work, never wall seconds, so a counterexample does not depend on
+the machine's load; SHRINK_WALL_SECONDS is only a last resort against a target that hangs
+short of --timeout, and a counterexample it cuts says so.
 """
 
 from __future__ import annotations
@@ -53,14 +56,17 @@ from duespec.targets.namespaced import namespaced
 
 #: Where a failing campaign writes its shrunk counterexample unless told otherwise.
 DEFAULT_FAILURE_DIR = Path(".duespec") / "failures"
-#: Wall-clock seconds a search may spend shrinking a `target too slow` failure: each
-#: shrink that reaches the slow call waits the whole --timeout.
-SLOW_SHRINK_SECONDS = 30.0
-#: ... and any other failure: Hypothesis replays the run hundreds of times, and a server
-#: that takes milliseconds a call would spend many minutes on one class. Generous, so that
-#: the shrinking of an in-process or stdio target (seconds, or tens under load) never
-#: meets it and its counterexample does not depend on the machine's load.
-SHRINK_SECONDS = 120.0
+#: Failing runs a search may replay while shrinking a `target too slow` failure: each one
+#: waits the whole --timeout for the slow call.
+SLOW_SHRINK_RUNS = 10
+#: Steps a search may run while shrinking any other failure, counted from its first
+#: failing run: Hypothesis replays the run hundreds of times, and a server that takes
+#: milliseconds a call would spend many minutes on one class. Generous: the shrinking of
+#: a duebook or schedules class takes a few thousand to a few tens of thousands of steps.
+SHRINK_STEPS = 200_000
+#: Wall-clock seconds of shrinking after which a search stops whatever its work: a last
+#: resort, reported as such, for a target that answers each call just short of --timeout.
+SHRINK_WALL_SECONDS = 900.0
 
 
 @dataclass(frozen=True)
@@ -180,7 +186,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  on_finding: Callable[[int, Finding], None] | None = None,
                  reset: bool = True) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
-    up to `max_classes` divergence classes (1: stop at the first failure).
+    up to `max_classes` undeclared divergence classes (1: stop at the first; declared
+    classes never count, so a declared difference never ends the search).
 
     `progress`, when given, is called as each run starts (it decides how often to speak).
     `depth` scales the deep runs the machine mixes in (0: none). `observe=False` checks a
@@ -218,17 +225,27 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0) or slow_budget_spent(),
                        fixed_config=not reset)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "first_failure_run": None,
-                               "smallest": None, "shrink_since": None, "smallest_of_class": None, "shrink_cut": False,
-                               "first_class": None}
+                               "smallest": None, "shrink_since": None, "smallest_of_class": None, "shrink_cut": None,
+                               "first_class": None, "shrink_steps": 0}
 
     def slow_budget_spent() -> bool:
-        """A search shrinking a failure stops after SHRINK_SECONDS: the run in progress
-        ends, once (Hypothesis may then replay its best run as it stands)."""
+        """A search shrinking a failure stops when its budget of work is spent (steps, or
+        failing runs of a too-slow class), or at the wall-clock last resort: the run in
+        progress ends, once (Hypothesis may then replay its best run as it stands)."""
         since = counted["shrink_since"]
-        slow = counted["first_class"] is not None and counted["first_class"].kind == FindingKind.TARGET_TOO_SLOW
-        if since is None or time.perf_counter() - since < (SLOW_SHRINK_SECONDS if slow else SHRINK_SECONDS):
+        if since is None:
             return False
-        counted["shrink_since"], counted["shrink_cut"] = None, True
+        slow = counted["first_class"] is not None and counted["first_class"].kind == FindingKind.TARGET_TOO_SLOW
+        if slow and counted["failed_runs"] > SLOW_SHRINK_RUNS:
+            cut = f"shrinking stopped after {SLOW_SHRINK_RUNS} slow runs, its budget"
+        elif not slow and machine.total_steps - counted["shrink_steps"] > SHRINK_STEPS:
+            cut = f"shrinking stopped after {SHRINK_STEPS:,} steps, its budget"
+        elif time.perf_counter() - since > SHRINK_WALL_SECONDS:
+            cut = (f"shrinking stopped after {SHRINK_WALL_SECONDS:g}s of wall clock, a last resort: this "
+                   f"counterexample depends on the machine's speed")
+        else:
+            return False
+        counted["shrink_since"], counted["shrink_cut"] = None, cut
         return True
 
     started = time.perf_counter()
@@ -257,6 +274,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             found = getattr(in_flight, "divergence_class", None)
             if counted["failed_runs"] == 1 and not counted["shrink_cut"]:  # its shrinking is bounded from now
                 counted["shrink_since"], counted["first_class"] = time.perf_counter(), found
+                counted["shrink_steps"] = machine.total_steps
             if found is not None and found == counted["first_class"]:
                 best = counted["smallest_of_class"]
                 if best is None or len(self.steps) < len(best[1]):
@@ -297,13 +315,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 break
             searches += 1
             counted["failed_runs"], counted["smallest"] = 0, None
-            counted["shrink_since"], counted["smallest_of_class"], counted["shrink_cut"] = None, None, False
+            counted["shrink_since"], counted["smallest_of_class"], counted["shrink_cut"] = None, None, None
             counted["first_class"] = None
             hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
                 with with_reporter(_quiet), (without_local_constants() if system.seeded_draws_only
-                                             else nullcontext()):
+                                             else nullcontext()), hypothesis_shrinks_by_work():
                     run_state_machine_as_test(machine, settings=run_settings)
                 break
             except Unsatisfiable:
@@ -317,7 +335,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 error, steps, run_config = cut or counted["smallest"]
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
                 if cut is not None:
-                    _note_shrink_cut(finding)
+                    _note_shrink_cut(finding, counted["shrink_cut"])
             except Exception as error:  # the machine's verdict, reported rather than raised
                 run_config = dict(machine.last_config)
                 steps = list(machine.last_steps)
@@ -331,10 +349,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                         error, (Divergence, TargetRaised)):
                     error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
-                if counted["shrink_cut"]:
-                    _note_shrink_cut(finding)
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
                     _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
+                if counted["shrink_cut"]:
+                    _note_shrink_cut(finding, counted["shrink_cut"])
             findings.append(finding)
             found = finding.divergence_class
             if finding.kind.outcome not in ("divergence", "target_error") or found is None:
@@ -347,9 +365,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 masks.slow_requests[slow_key(finding.config, finding.counterexample)] = FOUND + found.label()
             if on_finding is not None:
                 on_finding(len(findings), finding)
-            if len(findings) >= max_classes:
+            if sum(1 for other in findings if not other.declared) >= max_classes:
+                # declared classes are reported and searched past: they are no verdict
                 stopped = (None if max_classes == 1 else
-                           f"stopped at {max_classes} classes (--max-classes); there may be more")
+                           f"stopped at {max_classes} undeclared classes (--max-classes); there may be more")
                 break
     seconds = time.perf_counter() - started
     first = next((f for f in findings if not f.declared), None)
@@ -387,9 +406,17 @@ def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, ma
                        f"divergence class)")
 
 
-def _note_shrink_cut(finding: Finding) -> None:
-    seconds = SLOW_SHRINK_SECONDS if finding.kind == FindingKind.TARGET_TOO_SLOW else SHRINK_SECONDS
-    note = f"\n(shrinking stopped after {seconds:g}s, its budget: the shortest failing run of the class seen)"
+def hypothesis_shrinks_by_work() -> Any:
+    """Hypothesis ends any shrinking at five minutes of wall clock, which under load cuts a
+    counterexample short where an idle machine would not: its cap is moved past ours
+    (SHRINK_WALL_SECONDS), so that the work budgets decide."""
+    from hypothesis.internal.conjecture import engine
+
+    return patch.object(engine, "MAX_SHRINKING_SECONDS", SHRINK_WALL_SECONDS + 60)
+
+
+def _note_shrink_cut(finding: Finding, cut: str) -> None:
+    note = f"\n({cut}: the shortest failing run of the class seen is kept)"
     finding.summary += note
     finding.failure += note
 

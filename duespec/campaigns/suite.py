@@ -39,6 +39,10 @@ def prove_all(verbose: bool) -> list[Line]:
     return lines
 
 
+#: Seconds between the progress lines of a suite campaign (minutes each at 1,000 runs).
+PROGRESS_SECONDS = 30.0
+
+
 def campaign_all(seed: int, examples: int, steps: int, args: argparse.Namespace | None = None,
                  reports: list[dict] | None = None) -> list[Line]:
     lines = []
@@ -46,6 +50,7 @@ def campaign_all(seed: int, examples: int, steps: int, args: argparse.Namespace 
     for name in BUILT_IN:
         system = get_system(name)
         for profile in system.profiles:
+            print(f"{name} [{profile}]: impl vs model, {examples:,} runs", flush=True)
             if args is None:
                 result = run_campaign(system, system.impl, profile=profile, seed=seed,
                                       examples=examples, step_count=steps)
@@ -54,7 +59,8 @@ def campaign_all(seed: int, examples: int, steps: int, args: argparse.Namespace 
                                              start_timeout=DEFAULT_TIMEOUT, profile=profile, steps=steps,
                                              depth=1.0, max_classes=1, database=parallel._database_spec(args))
                 result = parallel.run_chunks(system, system.impl, spec, seed=seed, examples=examples,
-                                             jobs=args.jobs, shard=args.shard, database=database)
+                                             jobs=args.jobs, shard=args.shard, database=database,
+                                             progress_every=PROGRESS_SECONDS)
                 if reports is not None:
                     reports.append(campaign_to_json(result, target="impl", examples=examples, steps=steps,
                                                     depth=1.0, max_classes=1))

@@ -103,10 +103,17 @@ def flatten(value: Json, prefix: str = "") -> dict[str, Json]:
 
 
 def diff(before: Json, after: Json) -> list[tuple[str, Json, Json]]:
-    """(path, before, after) of every leaf that differs; a missing side is the string '-'."""
+    """(path, before, after) of every leaf that differs; a missing side is the string '-'.
+    An empty list or object whose other side has elements is no row of its own: the
+    elements' rows say it (`promises[0].id: - -> "p1"`, not also `promises: [] -> -`)."""
     a, b = flatten(before), flatten(after)
+
+    def grown(path: str, value: Json, other: dict[str, Json]) -> bool:
+        return value in ([], {}) and any(key.startswith((path + "[", path + ".")) for key in other)
+
     return [(path, a.get(path, "-"), b.get(path, "-")) for path in sorted(set(a) | set(b))
-            if a.get(path, "-") != b.get(path, "-")]
+            if a.get(path, "-") != b.get(path, "-")
+            and not (path not in b and grown(path, a[path], b)) and not (path not in a and grown(path, b[path], a))]
 
 
 def _summary(verdict: Verdict) -> str:
@@ -209,7 +216,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em} h2{font-size:1.1em;margin-top:1.5em}
 .verdict-not{color:#b00020} .verdict-ok{color:#1b5e20} .verdict-unknown{color:#8a6d00}
 table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top;max-width:40em;overflow-wrap:anywhere}
-th{background:#f3f3f3;text-align:left} code,pre{font:12px/1.3 ui-monospace,monospace}
+th{background:#f3f3f3;text-align:left;white-space:nowrap;overflow-wrap:normal} code,pre{font:12px/1.3 ui-monospace,monospace}
 pre{background:#f7f7f7;padding:.5em;overflow:auto;max-height:30em}
 tr.failing td{background:#fde7ea} .differs{color:#b00020;font-weight:bold}
 svg text{font:11px ui-monospace,monospace} .lane-bg{fill:#fafafa;stroke:#ddd}
@@ -303,16 +310,32 @@ def render_html(verdict: Verdict, source: str = "") -> str:
     return "".join(parts)
 
 
+def _cell(value: Json) -> str:
+    """A side of a state diff: its JSON, or `absent` for the side that has no such path."""
+    return "<em>absent</em>" if value == "-" else f"<code>{_e(json.dumps(value))}</code>"
+
+
 def _diff_table(id: str, before: Json, after: Json) -> str:
     rows = diff(before, after)
     if not rows:
         return f"<p id={id}>no change</p>"
     out = [f"<table id={id}><tr><th>path</th><th>before</th><th>after</th></tr>"]
     for path, old, new in rows:
-        out.append(f"<tr><td><code>{_e(path)}</code></td><td><code>{_e(json.dumps(old))}</code></td>"
-                   f"<td><code>{_e(json.dumps(new))}</code></td></tr>")
+        out.append(f"<tr><td><code>{_e(path)}</code></td><td>{_cell(old)}</td><td>{_cell(new)}</td></tr>")
     out.append("</table>")
     return "".join(out)
+
+
+#: Width of a character of the lanes' 11 px monospace labels, in px (a little over 0.6 em).
+_LABEL_CHAR_PX = 7.0
+
+
+def _bar_label(label: str, x0: float, x1: float, right: float, y: float) -> str:
+    """A call's label beside its bar's start, or ending at its bar's end when it would run
+    past the lane's right edge (a late call's label is then read leftwards, never cut)."""
+    if x0 + 2 + len(label) * _LABEL_CHAR_PX <= right + 10:
+        return f'<text x="{x0 + 2:.1f}" y="{y}">{_e(label)}</text>'
+    return f'<text x="{max(x1, 4 + len(label) * _LABEL_CHAR_PX):.1f}" y="{y}" text-anchor="end">{_e(label)}</text>'
 
 
 def _swimlanes(cx: Counterexample, failing: int) -> str:
@@ -345,7 +368,7 @@ def _swimlanes(cx: Counterexample, failing: int) -> str:
                        f'<title>#{index} {_e(event.op)} {_e(_short(event.args, 200))} -> {_e(_answer(event))}</title>'
                        f'<rect class="{cls}" x="{x0:.1f}" y="{y + 6}" width="{max(x1 - x0, 3):.1f}" '
                        f'height="{lane_h - 16}"></rect>'
-                       f'<text x="{x0 + 2:.1f}" y="{y + 22}">#{index} {_e(event.op)}</text></g>')
+                       f'{_bar_label(f"#{index} {event.op}", x0, x1, left + width, y + 22)}</g>')
         out.append("</g>")
     axis_y = 10 + len(clients) * lane_h + 12
     out.append(f'<text x="{left}" y="{axis_y}">0 ms</text><text x="{left + width - 60}" y="{axis_y}">'

@@ -197,6 +197,11 @@ def system_argument(text: str) -> str:
     return text
 
 
+#: The help of a SYSTEM argument: its choices, built in and added.
+SYSTEM_HELP = (f"the system to check: {' or '.join(BUILT_IN)} (or one added through DUESPEC_SYSTEMS: "
+               f"docs/architecture.md)")
+
+
 def get_system(name: str) -> System:
     """The system called `name`; KeyError naming the known ones when there is none."""
     if name in BUILT_IN:
