@@ -85,7 +85,7 @@ def test_a_target_that_requires_a_tag_diverges_at_once_without_it_and_holds_with
     assert "DIVERGES" in capsys.readouterr().out
     assert RequiresATarget.untagged  # the opening's edge schedules carry no target
     RequiresATarget.untagged.clear()
-    code = conform(tmp_path, "--require-tag", "resonate:target=poll://any@w")
+    code = conform(tmp_path, "--require-tag", "resonate:target=poll://any@w", "--coverage")
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.startswith("HOLDS: schedules [lean]") and "; 0 runs ended early" in out.splitlines()[0], out
