@@ -108,12 +108,13 @@ def requirement_of(tag: str) -> str:
     return tag.split(".", 1)[0]
 
 
-def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({requirement_of(tag) for tag in tags}))
-
-
 #: The last entry of a cause whose request the spec refuses as malformed.
 REFUSED = "refused"
+
+
+def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
+    """The requirement IDs of coverage tags (or of a cause: its REFUSED is none)."""
+    return tuple(sorted({requirement_of(tag) for tag in tags if tag != REFUSED}))
 
 #: Whether the model's answer to a step refuses its request as malformed (System.refuses).
 Refuses = Callable[[Json], bool]

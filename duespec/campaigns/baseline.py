@@ -99,5 +99,5 @@ def _class_of(where: str, profile: str, number: int, entry: Any) -> DivergenceCl
     if not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)
             and isinstance(cause, list) and all(isinstance(t, str) for t in cause)):
         raise fail("paths and cause must be lists of strings")
-    return DivergenceClass(kind, entry["op"], requirements_of(t for t in cause if "." in t), path,
+    return DivergenceClass(kind, entry["op"], requirements_of(cause), path,
                            tuple(paths), tuple(cause))
