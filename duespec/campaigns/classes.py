@@ -78,8 +78,6 @@ class Masks:
     #: label -> runs that ended early there (a found class's state difference, a masked
     #: target failure, an op left out of the campaign).
     runs_ended: Counter[str] = field(default_factory=Counter)
-    #: found class -> every set of requirement IDs its difference showed with.
-    requirement_sets: dict[DivergenceClass, set[tuple[str, ...]]] = field(default_factory=dict)
     #: Requests the target already failed to answer within --timeout, under a `target
     #: too slow` class found, each keyed by its run so far (RunPrefix: config, every
     #: earlier step, this one's op, arguments and now) -> that class's label. Not sent
@@ -93,7 +91,6 @@ class Masks:
                 return DECLARED + entry.describe()
         for found in self.undeclared:
             if found.masks(kind, op, path, cause):
-                self.requirement_sets.setdefault(found, set()).add(requirements)
                 return FOUND + found.label()
         for known in self.known:
             if known.masks(kind, op, path, cause):
@@ -130,7 +127,6 @@ class Masks:
         when it is not declared), which are masked from now on instead of the class: a
         declared class masks exactly what its declarations name."""
         self.found.append(found)
-        self.requirement_sets.setdefault(found, set()).add(found.requirements)
         entries = [self.declaring(found.kind, found.op, found.requirements, p) for p in found.paths or (found.path,)]
         if any(entry is None for entry in entries):
             self.undeclared.append(found)
@@ -138,8 +134,3 @@ class Masks:
         declared = list(dict.fromkeys(entries))
         self.active.extend(e for e in declared if e not in self.active)
         return declared
-
-    def requirement_sets_of(self, found: DivergenceClass) -> list[tuple[str, ...]]:
-        """Every set of requirement IDs the class showed with, its own first."""
-        seen = self.requirement_sets.get(found, set()) - {found.requirements}
-        return [found.requirements, *sorted(seen)]

@@ -230,11 +230,10 @@ def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str
     baseline = _has_baseline(result)
     for number, (finding, trace) in sorted(numbered, key=lambda row: groups[_group_of(row[1][0])]):
         found = finding.divergence_class
-        sets = result.masks.requirement_sets_of(found) if found and result.masks else [found.requirements] if found else []
         status = ("declared" if finding.declared else "KNOWN" if finding.known
                   else "NEW" if baseline else "NOT DECLARED")
         rows.append((str(number), _group_of(finding), (found.cause_text() if found else "") or "-",
-                     " | ".join(", ".join(ids) or "-" for ids in sets) or "-",
+                     (", ".join(found.requirements) if found else "") or "-",
                      str(len(finding.counterexample)), status, str(trace or "-")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return ["divergence classes:"] + [
