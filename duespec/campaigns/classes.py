@@ -73,6 +73,8 @@ class Masks:
     undeclared: list[DivergenceClass] = field(default_factory=list)
     #: A baseline's classes (--baseline): masked from the first step, as found ones are.
     known: list[DivergenceClass] = field(default_factory=list)
+    #: Requests the spec refuses that were not sent (--inputs valid).
+    not_sent: int = 0
     #: label of what masked it -> steps where a difference there was not compared.
     skipped: Counter[str] = field(default_factory=Counter)
     #: label -> runs that ended early there (a found class's state difference, a masked

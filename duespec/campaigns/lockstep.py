@@ -46,10 +46,6 @@ from duespec.judge import (
 from duespec.targets.interface import Json, Target, TargetFactory, close_target
 
 
-#: How "not compared" counts a refused request left out by --inputs valid.
-NOT_SENT = "a request the spec refuses, not sent (--inputs valid)"
-
-
 class CampaignStopped(BaseException):
     """The campaign was told to stop (SIGTERM, SIGINT, its --budget): the run in progress
     ends here, at a step boundary, and the search keeps what it has found. A
@@ -146,7 +142,7 @@ class LockstepMachine(ProtocolMachine):
         sent = self.judge.not_sent
         expected, verdict = self.judge.step(op, args, now)
         if self.judge.not_sent != sent and masks is not None:
-            masks.skipped[NOT_SENT] += 1
+            masks.not_sent += 1
             return expected
         type(self).total_steps += 1
         if verdict is not None:

@@ -360,6 +360,7 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
         if part.masks is not None:
             masks.skipped.update(part.masks.skipped)
             masks.runs_ended.update(part.masks.runs_ended)
+            masks.not_sent += part.masks.not_sent
             masks.active.extend(entry for entry in part.masks.active if entry not in masks.active)
         part_stats = getattr(part, "database_stats", None)
         if part_stats is not None:

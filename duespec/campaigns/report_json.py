@@ -69,6 +69,7 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
         "coverage": dict(result.coverage), "depths": result.depths,
         "skipped": dict(result.masks.skipped) if result.masks else {},
         "runs_ended": dict(result.masks.runs_ended) if result.masks else {},
+        "not_sent": result.masks.not_sent if result.masks else 0,
         "scope": result.scope.describe() if result.scope is not None else None,
         "database": stats.to_json() if stats is not None else None,
         "findings": [finding_to_json(finding) for finding in result.findings],
@@ -111,6 +112,7 @@ def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
     masks = Masks(data["profile"], known=[class_from_json(known) for known in data.get("baseline", [])])
     masks.skipped.update(data.get("skipped", {}))
     masks.runs_ended.update(data.get("runs_ended", {}))
+    masks.not_sent = data.get("not_sent", 0)
     findings = [finding_from_json(entry) for entry in data["findings"]]
     first = next((f for f in findings if f.gates), None)
     result = CampaignResult(

@@ -171,6 +171,8 @@ class CampaignResult:
                       for label, count in self.masks.skipped.most_common()]
             lines += [f"{count:,} runs ended early, the steps after it not taken ({label})"
                       for label, count in self.masks.runs_ended.most_common()]
+            if self.masks.not_sent:
+                lines.append(f"{self.masks.not_sent:,} requests the spec refuses, not sent (--inputs valid)")
         if self.scope is not None:
             lines.append(self.scope.describe())
         return lines
