@@ -14,7 +14,7 @@ A step's verdict is one of:
 - a `Masked`: a difference the campaign no longer fails on (a class it already found, a
   declared difference), with the labels of what masked it and whether the run ends there.
 
-A class is `(kind, op, requirement IDs, path)`:
+A class is `(kind, op, path, cause)`:
 
 - kind: a `FindingKind`: `response` (the step's answer differs), `state` (the whole
   observable state after the step differs), `target raised` (the target raised or could
@@ -22,15 +22,20 @@ A class is `(kind, op, requirement IDs, path)`:
   (--timeout)", one class per op), `state survives reset` (the target answers the same
   steps differently after a reset), `target not reproducible`;
 - op: the operation of the step where it showed;
-- requirement IDs: the spec/*.md requirements whose branches the model took in that step
-  (from its coverage tags, e.g. D-09.expired -> D-09), sorted;
 - path: the first differing JSON path, list indices written `[]` so that the same field
   of any element is one path (`$.status`, `$.ok[].expires_at`); a list of another
-  length, a missing or an extra key is the path of the list or key.
+  length, a missing or an extra key is the path of the list or key;
+- cause: the model's branch in that step, its coverage tags (`P-01.found`, `X-03.unknown_op`),
+  sorted, and `refused` last when the spec refuses the request as malformed
+  (System.refuses, on the model's answer). A server that answers a malformed
+  `promise.get` 404 and one that loses a promise a catch-up created both differ at
+  `promise.get $.status`, for two causes, and are two classes. The requirement IDs shown
+  beside a class are its cause's (D-09.expired -> D-09).
 
 A `target raised` class is where the target raised rather than where the model was: the
 exception's type and the innermost frame of the target's code (`ZeroDivisionError at
-book.py:56`; just the type for a program that died).
+book.py:56`; just the type for a program that died); it has no cause, and neither has a
+`target too slow` class (one per op).
 
 About 500 lines, on purpose in one module: every verdict and how it reads, in one place.
 """
@@ -107,43 +112,78 @@ def requirement_of(tag: str) -> str:
     return tag.split(".", 1)[0]
 
 
+#: The last entry of a cause whose request the spec refuses as malformed.
+REFUSED = "refused"
+
+
 def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({requirement_of(tag) for tag in tags}))
+    """The requirement IDs of coverage tags (or of a cause: its REFUSED is none)."""
+    return tuple(sorted({requirement_of(tag) for tag in tags if tag != REFUSED}))
+
+#: Whether the model's answer to a step refuses its request as malformed (System.refuses).
+Refuses = Callable[[Json], bool]
+
+
+def cause_of(tags: Iterable[str], refused: bool = False) -> tuple[str, ...]:
+    """A step's coverage tags as a class's cause: each branch once, sorted, and REFUSED
+    after them when the spec refuses the request."""
+    return (*sorted(set(tags)), *((REFUSED,) if refused else ()))
 
 
 @dataclass(frozen=True)
 class DivergenceClass:
     """What makes two failures of a target "the same difference": one cause, one class.
-    A campaign reports each class once, with its own shrunk counterexample. The
-    requirement IDs are those of the counterexample's step; the same difference reached
-    through other requirements is the same class (the campaign lists every set it saw)."""
+    A campaign reports each class once, with its own shrunk counterexample. The same
+    difference (kind, op, path) reached through another branch of the model is another
+    class: the report groups them under their (kind, op, path)."""
 
     kind: FindingKind
     op: str
+    #: The requirement IDs of the cause (of the step, for a raise): shown, not compared.
     requirements: tuple[str, ...] = field(compare=False)
     path: str
     #: Every path that differed at the class's step (masking covers them all).
     paths: tuple[str, ...] = field(default=(), compare=False)
+    #: The model's branch in that step (cause_of its coverage tags); () for a raise.
+    cause: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        """(kind, op, path) as the report groups classes for reading."""
+        if self.kind == FindingKind.TARGET_TOO_SLOW:  # its path says how slow: "took > 10s (--timeout)"
+            return f"{self.kind}: {self.op} {self.path}"
+        return f"{self.kind} {self.op} {self.path}"
+
+    @property
+    def refused(self) -> bool:
+        """The spec refuses the class's request as malformed (its cause says so)."""
+        return self.cause[-1:] == (REFUSED,)
+
+    def cause_text(self) -> str:
+        """The cause for people: its branches, and whether the spec accepts the request."""
+        if not self.cause:
+            return ""
+        branches = ", ".join(tag for tag in self.cause if tag != REFUSED) or "no branch tagged"
+        return f"{branches}; {'refused' if self.refused else 'valid'} input"
 
     def label(self) -> str:
         requirements = ", ".join(self.requirements) or "no requirement reached"
-        if self.kind == FindingKind.TARGET_TOO_SLOW:  # its path says how slow: "took > 10s (--timeout)"
-            return f"{self.kind}: {self.op} {self.path} [{requirements}]"
-        return f"{self.kind} {self.op} {self.path} [{requirements}]"
+        text = f"{self.group} [{requirements}]"
+        return f"{text} via {', '.join(self.cause)}" if self.cause else text
 
-    def masks(self, kind: str, op: str, path: str) -> bool:
+    def masks(self, kind: str, op: str, path: str, cause: tuple[str, ...] = ()) -> bool:
         """Whether a later difference is this class again: a raise at the same site, or the
-        same kind and op at one of the paths that differed here (or under one)."""
+        same kind, op and cause at one of the paths that differed here (or under one)."""
         if kind == FindingKind.TARGET_RAISED:
             return self.kind == FindingKind.TARGET_RAISED and path == self.path
         if kind == FindingKind.TARGET_TOO_SLOW:  # one class per op, however slow
             return self.kind == kind and op == self.op
-        return (kind == self.kind and op == self.op
+        return (kind == self.kind and op == self.op and cause == self.cause
                 and any(covers(mine, path) for mine in self.paths or (self.path,)))
 
     def to_json(self) -> dict[str, Json]:
         return {"kind": str(self.kind), "op": self.op, "requirements": list(self.requirements),
-                "path": self.path}
+                "path": self.path, "cause": list(self.cause)}
 
 
 def covers(pattern: str, path: str) -> bool:
@@ -198,7 +238,8 @@ class Difference:
         else:
             text = describe_divergence(self.step, self.kind, self.expected, self.actual,
                                        self.requirements if with_requirements else None,
-                                       self.messages, self.exchange)
+                                       self.messages, self.exchange,
+                                       self.divergence_class.cause_text() if with_requirements else "")
         if self.after_declared is not None:
             text += (f"\n  (the target's state had already differed from the model's at declared "
                      f"paths, {self.after_declared}: this difference may follow from that one)")
@@ -230,8 +271,9 @@ class TargetRaised(TargetError):
         return self.difference.divergence_class
 
 
-#: How a mask's label starts: a declared difference, or a class the campaign already found.
-DECLARED, FOUND = "declared: ", "found: "
+#: How a mask's label starts: a declared difference, a class the campaign already found,
+#: or a class of its baseline (--baseline: known before the campaign started).
+DECLARED, FOUND, KNOWN = "declared: ", "found: ", "known: "
 
 
 @dataclass(frozen=True)
@@ -260,19 +302,19 @@ Verdict = Difference | Masked | None
 class MaskPolicy(Protocol):
     """What a campaign no longer fails on (duespec.campaigns.classes.Masks)."""
 
-    def classify(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
+    def classify(self, kind: FindingKind, op: str, cause: tuple[str, ...],
                  paths: list[str]) -> tuple[DivergenceClass | None, list[str]]:
-        """The class of a difference at `paths`, None when every path is masked, and the
-        labels of the masks that covered the others."""
+        """The class of a difference at `paths` with this cause, None when every path is
+        masked, and the labels of the masks that covered the others."""
 
-    def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
+    def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
         """The label of what masks this one place (DECLARED ..., FOUND ...), or None."""
 
 
 # --- the verdicts ---
 
 def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, actual: Json,
-                     requirements: tuple[str, ...], masks: MaskPolicy | None = None, *,
+                     cause: tuple[str, ...], masks: MaskPolicy | None = None, *,
                      after_masked_response: str | None = None,
                      messages: tuple[Json, Json] = (None, None), exchange: str | None = None) -> Verdict:
     """The verdict on two answers (kind RESPONSE, prose already left out) or two states
@@ -283,18 +325,20 @@ def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, a
     goes on past it. A found class (the campaign already fails on it) ends the run at a
     state difference: nothing after it could be compared honestly. `after_masked_response`:
     the label of a found class that let this step's response go uncompared; a state that
-    differs after it is that class's consequence, not a new class, and ends the run."""
+    differs after it is that class's consequence, not a new class, and ends the run.
+    `cause`: the model's coverage tags in the step (cause_of)."""
     reordered: list[str] = []
     in_declared_order = getattr(masks, "in_declared_order", None)  # lists declared unordered
     if in_declared_order is not None:
-        actual, reordered = in_declared_order(kind, step["op"], requirements, expected, actual)
+        actual, reordered = in_declared_order(kind, step["op"], requirements_of(cause), expected, actual)
         if reordered and same_json(expected, actual):
             return Masked(tuple(reordered), ends_run=False)
     paths = differing_paths(expected, actual) or ["$"]
     if masks is None:
-        found: DivergenceClass | None = DivergenceClass(kind, step["op"], requirements, paths[0], tuple(paths))
+        found: DivergenceClass | None = DivergenceClass(kind, step["op"], requirements_of(cause), paths[0],
+                                                        tuple(paths), cause)
     else:
-        found, labels = masks.classify(kind, step["op"], requirements, paths)
+        found, labels = masks.classify(kind, step["op"], cause, paths)
         if found is None:
             masked = Masked(tuple(labels), ends_run=False)
             if kind == FindingKind.STATE and not masked.declared:
@@ -306,15 +350,15 @@ def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, a
 
 
 def response_verdict(step: dict[str, Json], expected: dict[str, Json], actual: Json,
-                     requirements: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
+                     cause: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
                      masks: MaskPolicy | None = None, exchange: str | None = None) -> Verdict:
     """Does the target's answer agree with the expected one? Prose (`message`) is left out,
     numbers keep their JSON type; an answer that is no JSON object is the target's
-    failure. `requirements` may be a function, called only when the answers differ (the
-    usual step pays nothing for it)."""
+    failure. `cause` (the model's tags in the step) may be a function, called only when
+    the answers differ (the usual step pays nothing for it)."""
     if answers_agree(expected, actual):
         return None
-    wanted = requirements() if callable(requirements) else requirements
+    wanted = cause() if callable(cause) else cause
     wrong = not_an_answer(actual)
     if wrong is not None:
         return raised_verdict(step, step["op"], wrong, wanted, masks)
@@ -340,34 +384,36 @@ _ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
 
 
 def state_verdict(step: dict[str, Json], expected: Json, actual: Json,
-                  requirements: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
+                  cause: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
                   masks: MaskPolicy | None = None, *, after_masked_response: str | None = None,
                   exchange: str | None = None) -> Verdict:
     """Does the target's whole observable state after `step` agree with the expected one?"""
     if same_json(expected, actual):
         return None
     return compared_verdict(FindingKind.STATE, step, expected, actual,
-                            requirements() if callable(requirements) else requirements, masks,
+                            cause() if callable(cause) else cause, masks,
                             after_masked_response=after_masked_response, exchange=exchange)
 
 
 def raised_verdict(step: dict[str, Json] | None, op: str, error: BaseException,
-                   requirements: tuple[str, ...] = (), masks: MaskPolicy | None = None) -> Difference | Masked:
-    """The target raised, or could not answer: its failure, classified by where it raised.
+                   cause: tuple[str, ...] = (), masks: MaskPolicy | None = None) -> Difference | Masked:
+    """The target raised, or could not answer: its failure, classified by where it raised
+    (the step's `cause` gives the requirement IDs shown, not the class).
     A call past --timeout is a class of its own per op (`target too slow: tick took > 10s
     (--timeout)`). A masked one ends the run (what the target holds after it is unknown)."""
+    requirements = requirements_of(cause)
     if isinstance(error, TargetTooSlow):
         slow = DivergenceClass(FindingKind.TARGET_TOO_SLOW, op, requirements if step else (),
                                too_slow_path(error.seconds))
         if masks is not None:
-            label = masks.mask_of(FindingKind.TARGET_TOO_SLOW, op, slow.requirements, slow.path)
+            label = masks.mask_of(FindingKind.TARGET_TOO_SLOW, op, (), slow.path)
             if label is not None:
                 return Masked((label,), ends_run=True, skipped=False)
         return Difference(slow, step, raised=str(error))
     type_name, message, frames, site = exception_details(error)
     found = DivergenceClass(FindingKind.TARGET_RAISED, op, requirements if step else (), site, (site,))
     if masks is not None:
-        label = masks.mask_of(FindingKind.TARGET_RAISED, op, found.requirements, site)
+        label = masks.mask_of(FindingKind.TARGET_RAISED, op, cause if step else (), site)
         if label is not None:
             return Masked((label,), ends_run=True, skipped=False)
     return Difference(found, step, raised=f"{type_name}: {message}", frames=tuple(frames))
@@ -439,7 +485,7 @@ def _address_key(message: Json) -> str:
 
 
 def messages_verdict(step: dict[str, Json], expected_groups: list[list[Json]], actual: Json,
-                     requirements: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
+                     cause: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
                      masks: MaskPolicy | None = None, exchange: str | None = None) -> Verdict:
     """Did the target send, in `step`, what workers should receive (messages_agree)? A
     difference is of kind MESSAGES, classified like an answer's: the first differing path
@@ -449,15 +495,14 @@ def messages_verdict(step: dict[str, Json], expected_groups: list[list[Json]], a
     the target's failure."""
     if type(actual) is not list or any(type(message) is not dict for message in actual):
         error = TargetError(f"messages() returned {dump(actual)[:300]}, not a list of JSON objects")
-        return raised_verdict(step, step["op"], error, requirements() if callable(requirements) else requirements,
-                              masks)
+        return raised_verdict(step, step["op"], error, cause() if callable(cause) else cause, masks)
     if messages_agree(expected_groups, actual):
         return None
     expected = [message for group in expected_groups for message in group]
     if Counter(map(_message_key, expected)) != Counter(map(_message_key, actual)):
         expected, actual = sorted(expected, key=_message_key), sorted(actual, key=_message_key)
     return compared_verdict(FindingKind.MESSAGES, step, expected, actual,
-                            requirements() if callable(requirements) else requirements, masks, exchange=exchange)
+                            cause() if callable(cause) else cause, masks, exchange=exchange)
 
 
 # --- one step on both sides ---
@@ -471,15 +516,28 @@ class StepJudge:
     fill (duespec.coverage), from which a difference's requirement IDs come."""
 
     def __init__(self, oracle: Target, target: Target, *, masks: MaskPolicy | None = None,
-                 tags: Counter[str] | None = None, observe: bool = True, messages: bool = False) -> None:
+                 tags: Counter[str] | None = None, observe: bool = True, messages: bool = False,
+                 refuses: Refuses | None = None, valid_only: bool = False) -> None:
+        if valid_only and refuses is None:
+            raise ValueError("sending only valid requests needs the system's System.refuses")
         self.oracle, self.target, self.masks, self.tags = oracle, target, masks, tags
+        #: Whether the model's answer refuses a request as malformed (a cause's REFUSED).
+        self.refuses = refuses
         #: Whether the target's whole state is compared (False: a response-only check of a
         #: target that has no observe(), whose state the campaign reads through public ops).
         self.observe = observe
         #: The two sides' `messages` hooks, when asked to compare what workers receive and
         #: both have one (the oracle's grouped: messages_agree); None: not compared.
         self.sent = _message_hooks(oracle, target) if messages else None
+        #: Send the target only requests the spec accepts (--inputs valid): a request the
+        #: oracle refuses as malformed (`refuses`) changes nothing on its side, so it is
+        #: left out on both, and out of the record.
+        self.valid_only = valid_only
         self.steps: list[dict[str, Json]] = []
+        #: The latest step the oracle took, sent or not.
+        self.latest_step: dict[str, Json] = {}
+        #: Steps the oracle refused and the target was not sent (valid_only).
+        self.not_sent = 0
         #: The oracle's coverage tags in the latest step.
         self.latest_tags: tuple[str, ...] = ()
         #: (step index, label) of the latest response a found class kept from being compared.
@@ -506,8 +564,12 @@ class StepJudge:
             self.check = self._fast.step_checker(None)
         return None
 
-    def requirements(self) -> tuple[str, ...]:
-        return requirements_of(self.latest_tags)
+    def cause(self) -> tuple[str, ...]:
+        """The latest step's cause: the model's branch in it (cause_of its tags), and
+        whether it refused the request."""
+        refuses = self.refuses
+        return cause_of(self.latest_tags, refuses is not None and bool(self.latest_step)
+                        and refuses(self.latest_step["result"]))
 
     def step(self, op: str, args: dict[str, Json], now: int) -> tuple[dict[str, Json], Verdict]:
         """Take one step on both sides; the oracle's response, and the verdict on the target's."""
@@ -516,17 +578,21 @@ class StepJudge:
             tags.clear()
         expected = self.oracle.step(op, args, now)
         step = {"i": len(self.steps), "op": op, "args": args, "now": now, "result": expected}
-        self.steps.append(step)
+        self.latest_step = step
         if tags is not None:
             self.latest_tags = tuple(tags)
+        if self.valid_only and self.refuses(expected):  # type: ignore[misc]
+            self.not_sent += 1
+            return expected, None
+        self.steps.append(step)
         check = self.check
         try:
             actual = self.target.step(op, args, now) if check is None else check(step)
         except Exception as error:
-            return expected, self._noted(raised_verdict(step, op, error, self.requirements(), self.masks))
+            return expected, self._noted(raised_verdict(step, op, error, self.cause(), self.masks))
         if actual is None and check is not None:
             return expected, None  # the target's own adapter found its answer equal to this one
-        verdict = response_verdict(step, expected, actual, self.requirements, self.masks, exchange_of(self.target))
+        verdict = response_verdict(step, expected, actual, self.cause, self.masks, exchange_of(self.target))
         if type(verdict) is Masked and not verdict.declared:
             self.masked_response = (step["i"], verdict.labels[0])
         if self.sent is not None and (verdict is None or (type(verdict) is Masked and not verdict.ends_run)):
@@ -551,8 +617,8 @@ class StepJudge:
             if isinstance(error, TargetError) and error.says_not_offered:
                 self.sent = None
                 return None
-            return raised_verdict(step, step["op"], error, self.requirements(), self.masks)
-        return messages_verdict(step, expected, actual, self.requirements, self.masks, exchange_of(self.target))
+            return raised_verdict(step, step["op"], error, self.cause(), self.masks)
+        return messages_verdict(step, expected, actual, self.cause, self.masks, exchange_of(self.target))
 
     def oracle_state(self) -> dict[str, Json]:
         """The oracle's observable state after the latest step, observed once per step."""
@@ -573,9 +639,9 @@ class StepJudge:
                 return None
             actual = self.target.observe()
         except Exception as error:
-            return self._noted(raised_verdict(step, step["op"], error, self.requirements(), self.masks))
+            return self._noted(raised_verdict(step, step["op"], error, self.cause(), self.masks))
         index, label = self.masked_response
-        verdict = state_verdict(step, expected, actual, self.requirements, self.masks,
+        verdict = state_verdict(step, expected, actual, self.cause, self.masks,
                                 after_masked_response=label if index == step["i"] else None,
                                 exchange=exchange_of(self.target))
         if type(verdict) is Masked and verdict.declared and self.declared_state is None:
@@ -617,12 +683,15 @@ def _with_messages(verdict: Verdict, messages: Verdict) -> Verdict:
 def describe_divergence(step: dict[str, Json] | None, kind: str, expected: Json, actual: Json,
                         requirements: tuple[str, ...] | None = None,
                         messages: tuple[Json, Json] = (None, None),
-                        exchange: str | None = None) -> str:
+                        exchange: str | None = None, cause: str = "") -> str:
     """`exchange`: what the target says went over the wire for the step (an HTTP target's
-    request and response bodies), shown under the difference."""
+    request and response bodies), shown under the difference; `cause`: the model's
+    branch in the step (DivergenceClass.cause_text)."""
     lines = [where_of(step)]
     if requirements is not None:
         lines.append(f"  requirements of the step: {', '.join(requirements) or 'none reached'}")
+    if cause:
+        lines.append(f"  the model's branch: {cause}")
     if kind == FindingKind.RESPONSE:
         lines += [f"  expected response: {dump(expected)}", f"  actual response:   {dump(actual)}"]
     elif kind == FindingKind.MESSAGES:

@@ -41,8 +41,8 @@ reason = "an early claim answers not_found in our API"
 op = "claim"
 response = "$.error"
 '''
-#: One row of the summary table: number, class, requirement IDs, steps, status, trace.
-ROW = re.compile(r"^  (\d)  response (\w+) \$\.error\s+(D-\d\d)\s+(\d+)\s+(declared|NOT DECLARED)\s+(\S+)$",
+#: One row of the summary table: number, class, cause, requirement IDs, steps, status, trace.
+ROW = re.compile(r"^  (\d)  response (\w+) \$\.error\s+\S+; valid input\s+(D-\d\d)\s+(\d+)\s+(declared|NOT DECLARED)\s+(\S+)$",
                  re.MULTILINE)
 
 
@@ -277,7 +277,7 @@ def test_a_program_in_another_language_with_two_declared_differences(
     assert code == 1, out
     statuses = {}
     for line in out.splitlines():
-        match = re.match(r"^  \d  response (\w+) (\S+)\s+(D-\d\d)\s+(\d+)\s+(declared|NOT DECLARED)", line)
+        match = re.match(r"^  \d  response (\w+) (\S+)\s+\S+; valid input\s+(D-\d\d)\s+(\d+)\s+(declared|NOT DECLARED)", line)
         if match:
             statuses[match[1]] = (match[2], match[3], int(match[4]), match[5])
     assert statuses["cancel"][::3] == ("$.error", "declared")

@@ -535,3 +535,26 @@ def test_stress_finds_a_promise_timeout_that_overwrites_a_concurrent_settle(post
     planted.write_text(text[:at] + text[at + len(check):])
     seeds = _stress_until(postgres, monkeypatch, tmp_path, capsys, _fires_the_timeout_of_a_settled_promise, planted)
     assert seeds[-1] != 0, f"the planted overwrite not found in {STRESS_RUNS} stress runs"
+
+#: Runs of the README's baseline check here: enough to meet its classes again, about a minute.
+BASELINE_EXAMPLES = 20
+
+
+def test_the_unmodified_server_gives_no_class_outside_its_baseline_and_declarations(dsn, tmp_path) -> None:
+    """issue 40: examples/resonate-pg/README.md's response-only campaign, with its baseline
+    (examples/resonate-pg/baseline.json, made by the README's command against this
+    resonate.sql), finds nothing NEW: exit 0, and what it met again is KNOWN."""
+    env = {**os.environ, "RESONATE_PG_DSN": dsn,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-m", "duespec", "conform", "schedules", "--target", "target:make_target",
+                             "--observe", "none", "--examples", str(BASELINE_EXAMPLES), "--timeout", "5",
+                             "--declared", str(EXAMPLE / "declared.toml"),
+                             "--baseline", str(EXAMPLE / "baseline.json"),
+                             "--no-coverage", "--progress", "0", "--trace-dir", str(tmp_path), "--database", "none"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    verdict = result.stdout.splitlines()[1] if result.stdout.startswith("response-only") else result.stdout
+    assert re.search(r"^HOLDS: schedules \[lean\].* 0 NEW; \d+ known from the baseline", result.stdout,
+                     re.MULTILINE), verdict
+    assert re.search(r"known from the baseline .*: \d+ classes, [1-9]\d* met again", result.stdout), \
+        result.stdout[-3000:]

@@ -3,9 +3,11 @@ and the declared differences a found class has shown to apply.
 
 What a class is, and how a step's difference is classified, is the judge's
 (duespec.judge). A found class is masked for the rest of the search: a difference of the
-same kind and op at one of the paths that differed in its counterexample (or below one)
-no longer fails. A declared class is masked by its declarations instead, which name
-exact paths: whatever else differs is still judged.
+same kind, op and cause at one of the paths that differed in its counterexample (or below
+one) no longer fails; the same path reached through another branch of the model still
+does. A declared class is masked by its declarations instead, which name exact paths:
+whatever else differs is still judged. A baseline's classes (--baseline, classes known
+before the campaign) are masked as found ones are, from the first step.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duespec.campaigns.declared import in_declared_order
-from duespec.judge import DECLARED, FOUND, DivergenceClass, FindingKind
+from duespec.judge import DECLARED, FOUND, KNOWN, DivergenceClass, FindingKind, requirements_of
 
 
 class RunPrefix:
@@ -70,27 +72,32 @@ class Masks:
     found: list[DivergenceClass] = field(default_factory=list)
     #: Found classes that are not declared: masked from then on, their paths and below.
     undeclared: list[DivergenceClass] = field(default_factory=list)
+    #: A baseline's classes (--baseline): masked from the first step, as found ones are.
+    known: list[DivergenceClass] = field(default_factory=list)
+    #: Requests the spec refuses that were not sent (--inputs valid).
+    not_sent: int = 0
     #: label of what masked it -> steps where a difference there was not compared.
     skipped: Counter[str] = field(default_factory=Counter)
     #: label -> runs that ended early there (a found class's state difference, a masked
     #: target failure, an op left out of the campaign).
     runs_ended: Counter[str] = field(default_factory=Counter)
-    #: found class -> every set of requirement IDs its difference showed with.
-    requirement_sets: dict[DivergenceClass, set[tuple[str, ...]]] = field(default_factory=dict)
     #: Requests the target already failed to answer within --timeout, under a `target
     #: too slow` class found, each keyed by its run so far (RunPrefix: config, every
     #: earlier step, this one's op, arguments and now) -> that class's label. Not sent
     #: again: a run that makes one ends there, as it would after waiting the timeout out.
     slow_requests: dict[str, str] = field(default_factory=dict)
 
-    def mask_of(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> str | None:
+    def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
+        requirements = requirements_of(cause)
         for entry in self.active:
             if entry.matches(kind, op, requirements, path, self.profile):
                 return DECLARED + entry.describe()
         for found in self.undeclared:
-            if found.masks(kind, op, path):
-                self.requirement_sets.setdefault(found, set()).add(requirements)
+            if found.masks(kind, op, path, cause):
                 return FOUND + found.label()
+        for known in self.known:
+            if known.masks(kind, op, path, cause):
+                return KNOWN + known.label()
         return None
 
     def in_declared_order(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
@@ -111,29 +118,30 @@ class Masks:
                 return entry
         return None
 
-    def classify(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
+    def classify(self, kind: FindingKind, op: str, cause: tuple[str, ...],
                  paths: list[str]) -> tuple[DivergenceClass | None, list[str]]:
-        """The class of a difference at `paths` (None when every path is masked), and the
-        labels of the masks that covered the others (each once)."""
+        """The class of a difference at `paths` with this cause (None when every path is
+        masked), and the labels of the masks that covered the others (each once)."""
         masked, open_paths = [], []
         for path in paths:
-            mask = self.mask_of(kind, op, requirements, path)
+            mask = self.mask_of(kind, op, cause, path)
             if mask is None:
                 open_paths.append(path)
             else:
                 masked.append(mask)
         if not open_paths:
             return None, list(dict.fromkeys(masked))
+        requirements = requirements_of(cause)
         undeclared = [p for p in open_paths if self.declaring(kind, op, requirements, p) is None]
         first = (undeclared or open_paths)[0]
-        return DivergenceClass(kind, op, requirements, first, tuple(open_paths)), list(dict.fromkeys(masked))
+        return (DivergenceClass(kind, op, requirements, first, tuple(open_paths), cause),
+                list(dict.fromkeys(masked)))
 
     def add(self, found: DivergenceClass) -> list[Any]:
         """Mask a found class; return the declared entries that name all its paths (empty
         when it is not declared), which are masked from now on instead of the class: a
         declared class masks exactly what its declarations name."""
         self.found.append(found)
-        self.requirement_sets.setdefault(found, set()).add(found.requirements)
         entries = [self.declaring(found.kind, found.op, found.requirements, p) for p in found.paths or (found.path,)]
         if any(entry is None for entry in entries):
             self.undeclared.append(found)
@@ -141,8 +149,3 @@ class Masks:
         declared = list(dict.fromkeys(entries))
         self.active.extend(e for e in declared if e not in self.active)
         return declared
-
-    def requirement_sets_of(self, found: DivergenceClass) -> list[tuple[str, ...]]:
-        """Every set of requirement IDs the class showed with, its own first."""
-        seen = self.requirement_sets.get(found, set()) - {found.requirements}
-        return [found.requirements, *sorted(seen)]

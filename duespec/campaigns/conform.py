@@ -4,8 +4,9 @@ The system's lockstep machine drives the target and the reference model (the ora
 by side and compares every answer and the whole observable state after every step. The
 target may be a Python object or any program speaking docs/protocol.md. A campaign reports
 every divergence class it finds (up to --max-classes), each with its shrunk counterexample
-and trace. Exit 0: every campaign held, or every class found is declared (--declared);
-1: a class is not declared; 2: bad usage, a malformed declared-differences file, or the
+and trace. Exit 0: every campaign held, or every class found is declared (--declared)
+or known from a baseline (--baseline, duespec.campaigns.baseline); 1: a class is neither
+(NEW); 2: bad usage, a malformed declared-differences file or baseline, or the
 target is unusable (cannot start, fails the handshake or its first reset); 3: cut short
 (SIGTERM, SIGINT) before it could say HOLDS. A campaign cut short by its own --budget with
 nothing undeclared found says HOLDS within that budget, with the runs it took, and exits 0:
@@ -20,6 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from duespec.campaigns import baseline as baselines
 from duespec.campaigns import junit, parallel
 from duespec.campaigns.declared import DeclaredError, read
 from duespec.campaigns.stopping import Stopper
@@ -63,6 +65,10 @@ def verdict_line(result: CampaignResult, target: str) -> str:
         declared = sum(1 for finding in result.findings if finding.declared)
         line += (f": {len(result.findings)} divergence class{'es' if len(result.findings) > 1 else ''}, "
                  f"{declared} declared")
+    known = result.masks.known if result.masks is not None else []
+    if known:
+        new = sum(1 for finding in result.findings if finding.gates)
+        line += f"{',' if result.findings else ':'} {new} NEW; {len(known)} known from the baseline"
     line = f"{line}; {result.runs_ended_early()}"
     if result.cut_short is not None:
         within = " (HOLDS within that budget only)" if result.ok and result.cut_short.startswith("--budget") else ""
@@ -121,6 +127,10 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
         command += ["--long-run", str(args.long_run)]
     if getattr(args, "reset", "auto") == "none":
         command += ["--reset", "none"]
+    if getattr(args, "baseline", None):
+        command += ["--baseline", args.baseline]
+    if getattr(args, "inputs", "all") != "all":
+        command += ["--inputs", args.inputs]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
         lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
@@ -157,7 +167,8 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
                     trace: Path | None, trace_problem: str | None) -> str:
     """Everything a person (or a CI log) needs about one divergence class."""
     status = ("DECLARED: " + "; ".join(dict.fromkeys(entry.reason for entry in finding.declared))
-              if finding.declared else "not declared")
+              if finding.declared else "KNOWN: in the baseline" if finding.known
+              else "NEW: not declared, not in the baseline" if _has_baseline(result) else "not declared")
     lines = [f"class {number} of {len(result.findings)}: {finding.label} ({status})", finding.summary]
     if finding.kind == FindingKind.HARNESS_ERROR:
         lines.append("(this failure was raised inside duespec, by the oracle or the harness, not "
@@ -207,19 +218,51 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
     return "\n".join(lines)
 
 
+def _has_baseline(result: CampaignResult) -> bool:
+    return result.masks is not None and bool(result.masks.known)
+
+
 def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str]:
-    rows = [("#", "class", "requirements", "steps", "status", "trace")]
-    for number, (finding, trace) in enumerate(zip(result.findings, traces), 1):
+    """One row per class, grouped by (kind, op, path) for reading: each group's causes
+    (the model's branch, valid or refused input) on the rows under its first."""
+    rows = [("#", "class", "cause", "requirements", "steps", "status", "trace")]
+    numbered = list(enumerate(zip(result.findings, traces), 1))
+    groups: dict[str, int] = {}
+    for _, (finding, _) in numbered:
+        groups.setdefault(_group_of(finding), len(groups))
+    baseline = _has_baseline(result)
+    for number, (finding, trace) in sorted(numbered, key=lambda row: groups[_group_of(row[1][0])]):
         found = finding.divergence_class
-        sets = result.masks.requirement_sets_of(found) if found and result.masks else [found.requirements] if found else []
-        rows.append((str(number), found.label().rsplit(" [", 1)[0] if found else finding.kind,
-                     " | ".join(", ".join(ids) or "-" for ids in sets) or "-",
-                     str(len(finding.counterexample)),
-                     "declared" if finding.declared else "NOT DECLARED", str(trace or "-")))
+        status = ("declared" if finding.declared else "KNOWN" if finding.known
+                  else "NEW" if baseline else "NOT DECLARED")
+        rows.append((str(number), _group_of(finding), (found.cause_text() if found else "") or "-",
+                     (", ".join(found.requirements) if found else "") or "-",
+                     str(len(finding.counterexample)), status, str(trace or "-")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return ["divergence classes:"] + [
         "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
         for row in rows]
+
+
+def _group_of(finding: Finding) -> str:
+    return finding.divergence_class.group if finding.divergence_class is not None else str(finding.kind)
+
+
+def known_lines(result: CampaignResult, where: str) -> list[str]:
+    """The baseline's classes: each KNOWN, with how often the campaign met it again."""
+    known = result.masks.known if result.masks is not None else []
+    if not known:
+        return []
+    from duespec.judge import KNOWN
+
+    skipped = result.masks.skipped if result.masks is not None else {}
+    ended = result.masks.runs_ended if result.masks is not None else {}
+    met = [(found, skipped.get(KNOWN + found.label(), 0) + ended.get(KNOWN + found.label(), 0)) for found in known]
+    again = sum(1 for _, count in met if count)
+    lines = [f"known from the baseline {where}: {len(known)} classes, {again} met again (masked, KNOWN), "
+             f"{len(known) - again} not met in this campaign"]
+    lines += [f"  KNOWN  {found.label()}: met at {count:,} steps" for found, count in met if count]
+    return lines
 
 
 def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[str]:
@@ -238,6 +281,8 @@ def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[st
         print(details[-1], flush=True)
     if result.findings:
         print("\n".join(summary_table(result, traces)), flush=True)
+    for line in known_lines(result, getattr(args, "baseline", None) or "-"):
+        print(line, flush=True)
     not_compared = result.not_compared()
     if not_compared or result.stopped:
         print("not compared:" if not_compared else "search:", flush=True)
@@ -252,7 +297,8 @@ def finding_printer(number: int, finding: Finding) -> None:
     """A line on stderr as each class is found, before the campaign's report: a long
     campaign shows what it has, and what a stop (SIGTERM, --budget) will keep."""
     print(f"  ... class {number} found: {finding.label} ({len(finding.counterexample)} steps"
-          f"{', declared' if finding.declared else ''}); searching on", file=sys.stderr, flush=True)
+          f"{', declared' if finding.declared else ', known' if finding.known else ''}); searching on",
+          file=sys.stderr, flush=True)
 
 
 def preflight(system: System, factory: TargetFactory, profile: str, observe: str = "state",
@@ -333,6 +379,13 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
     except (DeclaredError, ScopeError) as error:
         raise UsageError(str(error)) from None
     declared = declared_file.entries if declared_file else []
+    if getattr(args, "inputs", "all") == "valid" and system.refuses is None:
+        raise UsageError(f"--inputs valid: {system.name} does not tell a refused request apart")
+    try:
+        known = (baselines.read(args.baseline, system.name, args.target, profiles)
+                 if getattr(args, "baseline", None) else {})
+    except baselines.BaselineError as error:
+        raise UsageError(str(error)) from None
     request_tags = {**(declared_file.require_tags if declared_file else {}),
                     **dict(getattr(args, "require_tag", None) or [])}
     if request_tags and system.tag_request is None:
@@ -379,7 +432,8 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
                 result = parallel.run_chunks(
-                    system, factory, parallel.spec_from_args(args, profile, observe, request_tags, reset),
+                    system, factory, parallel.spec_from_args(args, profile, observe, request_tags, reset,
+                                                             tuple(known.get(profile, ()))),
                     seed=args.seed,
                     examples=args.examples, jobs=jobs, shard=args.shard, declared=declared, scope=scope,
                     database=database, progress_every=args.progress, stopper=stopper,
@@ -500,6 +554,14 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--declared", metavar="FILE",
                         help="TOML or JSON file of accepted differences (docs/declared.md): "
                              "reported as declared, they do not fail the campaign")
+    parser.add_argument("--baseline", metavar="REPORT.json",
+                        help="a previous `conform --json` report of this system, target and profile: "
+                             "its classes are KNOWN, masked from the first step; only a NEW class "
+                             "fails the campaign (docs/campaigns.md, a baseline in CI)")
+    parser.add_argument("--inputs", choices=("all", "valid"), default="all",
+                        help="send every request the machine draws (all, the default), or only those "
+                             "the spec accepts (valid: malformed ones the model alone answers), so "
+                             "that a server whose known gaps are in validation is explored in depth")
     parser.add_argument("--max-classes", type=positive_int, default=DEFAULT_MAX_CLASSES, metavar="N",
                         help=f"undeclared divergence classes to find before stopping (default "
                              f"{DEFAULT_MAX_CLASSES}: the first decides the verdict; more to list more; "

@@ -146,7 +146,8 @@ class CampaignDatabase(ExampleDatabase):
         masked: list[str] = []
         if self.masks is not None:
             masked = sorted([found.label() for found in self.masks.found]
-                            + [entry.describe() for entry in self.masks.active])
+                            + [entry.describe() for entry in self.masks.active]
+                            + [f"known {known.label()}" for known in self.masks.known])
         digest = hashlib.sha256("\0".join(["duespec-examples/1", self.identity, *masked]).encode(
             "utf-8", "surrogatepass")).hexdigest()
         return f"duespec:{digest}".encode() + suffix, suffix == b""

@@ -84,7 +84,7 @@ def _testcases(case: Case) -> list[tuple[Case, str, list[tuple[str, object]], st
     entries = []
     for index, finding in enumerate(result.findings):
         text = case.finding_details[index] if index < len(case.finding_details) else finding.failure
-        tag = "passed" if finding.declared else ("failure" if finding.kind.outcome == "divergence" else "error")
+        tag = "passed" if not finding.gates else ("failure" if finding.kind.outcome == "divergence" else "error")
         entries.append((case, f"{campaign} class {finding.label}",
                         [*properties, ("kind", finding.kind.outcome), ("counterexample_steps", len(finding.counterexample)),
                          ("declared", "; ".join(e.reason for e in finding.declared) or "no")],

@@ -86,6 +86,11 @@ class LockstepMachine(ProtocolMachine):
     #: The target is never reset (a namespace per run, duespec.targets.namespaced): it runs
     #: with its own config, so the machine's drawn configs are not applied.
     fixed_config: ClassVar[bool] = False
+    #: Only requests the spec accepts are sent (--inputs valid): the rest the oracle alone
+    #: answers (StepJudge.valid_only), counted under "not compared".
+    valid_only: ClassVar[bool] = False
+    #: Whether the model's answer refuses a request as malformed (System.refuses).
+    refuses: ClassVar[Any] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -97,7 +102,8 @@ class LockstepMachine(ProtocolMachine):
             self.act_on(raised_verdict(None, "reset", error, masks=self.masks), error)
         # A response-only check compares what workers were sent too, where the target says.
         self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags,
-                               observe=self.probes is None, messages=self.probes is not None)
+                               observe=self.probes is None, messages=self.probes is not None,
+                               refuses=self.refuses, valid_only=self.valid_only)
         #: Steps before this one have had their public reads taken (a response-only check).
         self.read_up_to = 0
         #: This run so far, digested, once the campaign knows a request too slow to send again.
@@ -135,7 +141,11 @@ class LockstepMachine(ProtocolMachine):
             if slow is not None:  # this run made it before, and it ran past --timeout: the run ends here
                 masks.runs_ended[slow] += 1
                 reject()
+        sent = self.judge.not_sent
         expected, verdict = self.judge.step(op, args, now)
+        if self.judge.not_sent != sent and masks is not None:
+            masks.not_sent += 1
+            return expected
         type(self).total_steps += 1
         if verdict is not None:
             if (masks is not None and type(verdict) is Masked and verdict.ends_run
@@ -191,6 +201,10 @@ class LockstepMachine(ProtocolMachine):
         """The oracle's observable state after the latest step, observed once per step."""
         return self.judge.oracle_state()
 
+    @property
+    def latest_step(self) -> dict[str, Json]:
+        return self.judge.latest_step
+
     def teardown(self) -> None:
         reached = self.depth_reached()
         if reached:
@@ -202,7 +216,7 @@ class LockstepMachine(ProtocolMachine):
         except Exception as error:
             if in_flight is None:
                 self.act_on(raised_verdict(self.steps[-1] if self.steps else None, "close", error,
-                                           self.judge.requirements(), self.masks), error)
+                                           self.judge.cause(), self.masks), error)
 
 
 def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetFactory,
@@ -211,7 +225,8 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
              excluded_ops: frozenset[str] = frozenset(), depth: float = 1.0,
              probes: Probes | None = None,
              request_tags: dict[str, str] | None = None, tag_request: Any = None,
-             stop_requested: Any = None, fixed_config: bool = False) -> type[LockstepMachine]:
+             stop_requested: Any = None, fixed_config: bool = False,
+             refuses: Any = None, valid_only: bool = False) -> type[LockstepMachine]:
     """A runnable machine class: a system's rules (`base`) but `excluded_rules`, bound to
     a LockstepMachine (unless `base` already is one), with this oracle, this target, this
     config, these masks, this depth."""
@@ -231,6 +246,8 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
         "tag_request": staticmethod(tag_request) if tag_request is not None else None,
         "stop_requested": staticmethod(stop_requested or (lambda: False)),
         "fixed_config": fixed_config,
+        "valid_only": valid_only,
+        "refuses": staticmethod(refuses) if refuses is not None else None,
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))

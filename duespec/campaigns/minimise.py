@@ -77,7 +77,8 @@ class _Budget:
 
 def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
                    requests: list[tuple[str, Json, Json]], masks: Masks | None,
-                   every_state: bool, observe: bool = True) -> tuple[list[dict[str, Json]], Difference] | None:
+                   every_state: bool, observe: bool = True,
+                   refuses: Any = None) -> tuple[list[dict[str, Json]], Difference] | None:
     """Run `requests` ((op, args, now) each) from a reset on a fresh oracle and target, as
     the lockstep machine does, each step judged; return the steps up to the first unmasked
     difference (a raise included) and that difference, or None when there is none (or a
@@ -86,7 +87,8 @@ def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory,
         oracle, target = oracle_factory(), None
         try:
             target = target_factory()
-            judge = StepJudge(oracle, target, masks=masks, tags=tags, observe=observe, messages=not observe)
+            judge = StepJudge(oracle, target, masks=masks, tags=tags, observe=observe, messages=not observe,
+                              refuses=refuses)
             at_reset = judge.reset(config)
             if at_reset is not None:
                 return ([], at_reset) if type(at_reset) is Difference else None
@@ -110,10 +112,12 @@ def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory,
 
 def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
              steps: list[dict[str, Any]], wanted: DivergenceClass, masks: Masks | None = None,
-             *, max_seconds: float = MAX_SECONDS, observe: bool = True) -> Minimised | None:
+             *, max_seconds: float = MAX_SECONDS, observe: bool = True,
+             refuses: Any = None) -> Minimised | None:
     """The shortest run this pass finds whose first difference is of class `wanted`, or
     None when it found none shorter than `steps` (or `steps` does not show `wanted` when
-    replayed on its own)."""
+    replayed on its own). `refuses`: the campaign's System.refuses, so that a cause is
+    judged as the campaign judged it."""
     if not wanted.kind.compared or len(steps) < 2:
         return None
     budget = _Budget(max(MIN_REPLAY_STEPS, REPLAY_STEP_BUDGET_FACTOR * len(steps)), max_seconds)
@@ -121,7 +125,8 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
     def fails(requests: list[tuple[str, Json, Json]], every_state: bool) -> tuple[list[Any], Difference] | None:
         budget.replays += 1
         budget.used += len(requests)
-        got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state, observe)
+        got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state, observe,
+                             refuses)
         if got is not None and got[1].kind == FindingKind.TARGET_TOO_SLOW:
             budget.too_slow = True
         if got is None or got[1].divergence_class != wanted:

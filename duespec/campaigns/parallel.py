@@ -153,6 +153,10 @@ class CampaignSpec:
     request_tags: tuple[tuple[str, str], ...] = ()
     #: False: the target is never reset; each run gets a namespace of its own (--reset none).
     reset: bool = True
+    #: The classes known before the campaign (--baseline), masked from its first step.
+    baseline: tuple[Any, ...] = ()
+    #: Send only requests the spec accepts (--inputs valid).
+    valid_only: bool = False
 
 
 # -- one chunk ------------------------------------------------------------------------
@@ -168,7 +172,7 @@ def run_chunk(system: System, factory: TargetFactory, spec: CampaignSpec, chunk:
                           scope=scope, depth=spec.depth, progress=progress, observe=spec.observe,
                           database=campaign_db.bind if campaign_db is not None else None,
                           request_tags=dict(spec.request_tags), stopper=stopper, on_finding=on_finding,
-                          reset=spec.reset)
+                          reset=spec.reset, baseline=spec.baseline, valid_only=spec.valid_only)
     mark_chunk(result, chunk.index, campaign_db.stats if campaign_db is not None else None)
     result.started_at = started_at  # type: ignore[attr-defined]
     return result
@@ -376,6 +380,7 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
         if part.masks is not None:
             masks.skipped.update(part.masks.skipped)
             masks.runs_ended.update(part.masks.runs_ended)
+            masks.not_sent += part.masks.not_sent
             masks.active.extend(entry for entry in part.masks.active if entry not in masks.active)
         part_stats = getattr(part, "database_stats", None)
         if part_stats is not None:
@@ -387,7 +392,8 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
             stopped = (f"chunk {chunks[0]}: {part.stopped}" if len(chunks) == 1 and len(parts) > 1
                        else part.stopped)
     masks.found = [f.divergence_class for f in findings if f.divergence_class is not None]
-    first = next((f for f in findings if not f.declared), None)
+    masks.known = list(parts[0].masks.known) if parts and parts[0].masks is not None else []
+    first = next((f for f in findings if f.gates), None)
     firsts = [part.first_failure_seconds for part in parts if part.first_failure_seconds is not None]
     # The first failing run, counted over the chunks in order (the runs of every chunk before).
     earlier, first_run = 0, None
@@ -415,7 +421,8 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
 
 
 def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
-                   request_tags: dict[str, str] | None = None, reset: bool = True) -> CampaignSpec:
+                   request_tags: dict[str, str] | None = None, reset: bool = True,
+                   baseline: tuple[Any, ...] = ()) -> CampaignSpec:
     from duespec.targets.stdio import START_TIMEOUT
 
     return CampaignSpec(
@@ -424,7 +431,7 @@ def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
         depth=args.depth, max_classes=args.max_classes, declared=args.declared,
         ops=tuple(args.ops) if args.ops else None, skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
         database=_database_spec(args), observe=observe, request_tags=tuple(sorted((request_tags or {}).items())),
-        reset=reset)
+        reset=reset, baseline=baseline, valid_only=getattr(args, "inputs", "all") == "valid")
 
 
 def _database_spec(args: argparse.Namespace) -> str:

@@ -31,15 +31,24 @@ class _ScopeText:
 
 # -- to JSON --------------------------------------------------------------------------
 
+def class_to_json(found: DivergenceClass) -> dict[str, Any]:
+    return {**found.to_json(), "paths": list(found.paths)}
+
+
+def class_from_json(found: dict[str, Any]) -> DivergenceClass:
+    return DivergenceClass(FindingKind(found["kind"]), found["op"], tuple(found["requirements"]), found["path"],
+                           tuple(found.get("paths", ())), tuple(found.get("cause", ())))
+
+
 def finding_to_json(finding: Finding) -> dict[str, Any]:
     found = finding.divergence_class
     return {
-        "kind": finding.kind, "class": None if found is None else {**found.to_json(), "paths": list(found.paths)},
+        "kind": finding.kind, "class": None if found is None else class_to_json(found),
         "label": finding.label, "summary": finding.summary, "failure": finding.failure,
         "counterexample": finding.counterexample, "config": finding.config,
         "declared": [vars(entry) if isinstance(entry, Declared) else {"reason": getattr(entry, "reason", str(entry))}
                      for entry in finding.declared],
-        "evidence": finding.evidence, "chunks": list(getattr(finding, "chunks", [0])),
+        "evidence": finding.evidence, "known": finding.known, "chunks": list(getattr(finding, "chunks", [0])),
         "position": getattr(finding, "position", 0), "from_database": getattr(finding, "from_database", False),
         "trace": None if getattr(finding, "trace", None) is None else str(finding.trace),  # type: ignore[attr-defined]
         "details": getattr(finding, "details", None),
@@ -60,9 +69,12 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
         "coverage": dict(result.coverage), "depths": result.depths,
         "skipped": dict(result.masks.skipped) if result.masks else {},
         "runs_ended": dict(result.masks.runs_ended) if result.masks else {},
+        "not_sent": result.masks.not_sent if result.masks else 0,
         "scope": result.scope.describe() if result.scope is not None else None,
         "database": stats.to_json() if stats is not None else None,
         "findings": [finding_to_json(finding) for finding in result.findings],
+        # The classes known before it (--baseline), so that this report is the refreshed baseline.
+        "baseline": [class_to_json(known) for known in result.masks.known] if result.masks else [],
         # Per chunk, what `duespec merge` combines (it applies --max-classes across shards).
         "parts": [campaign_to_json(part, target=target, examples=examples, steps=steps, depth=depth,
                                    max_classes=max_classes) | {"total_chunks": getattr(result, "total_chunks", 1)}
@@ -81,13 +93,13 @@ def write_report(path: str | Path, command: str, exit_code: int, campaigns: list
 
 def finding_from_json(data: dict[str, Any]) -> Finding:
     found = data.get("class")
-    divergence_class = None if found is None else DivergenceClass(
-        FindingKind(found["kind"]), found["op"], tuple(found["requirements"]), found["path"], tuple(found.get("paths", ())))
+    divergence_class = None if found is None else class_from_json(found)
     finding = Finding(kind=FindingKind(data["kind"]), divergence_class=divergence_class, summary=data["summary"],
                       failure=data["failure"], counterexample=data["counterexample"],
                       declared=[Declared(**entry) if "where" in entry else Declared(entry["reason"], "response", "$")
                                 for entry in data.get("declared", [])],
-                      config=data.get("config") or {}, evidence=data.get("evidence"))
+                      config=data.get("config") or {}, evidence=data.get("evidence"),
+                      known=bool(data.get("known")))
     finding.chunks = list(data.get("chunks", [0]))  # type: ignore[attr-defined]
     finding.position = data.get("position", 0)  # type: ignore[attr-defined]
     finding.from_database = bool(data.get("from_database"))  # type: ignore[attr-defined]
@@ -97,11 +109,12 @@ def finding_from_json(data: dict[str, Any]) -> Finding:
 
 
 def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
-    masks = Masks(data["profile"])
+    masks = Masks(data["profile"], known=[class_from_json(known) for known in data.get("baseline", [])])
     masks.skipped.update(data.get("skipped", {}))
     masks.runs_ended.update(data.get("runs_ended", {}))
+    masks.not_sent = data.get("not_sent", 0)
     findings = [finding_from_json(entry) for entry in data["findings"]]
-    first = next((f for f in findings if not f.declared), None)
+    first = next((f for f in findings if f.gates), None)
     result = CampaignResult(
         system=data["system"], profile=data["profile"], seed=data["seed"], examples=data["runs"],
         steps=data["steps"], seconds=data["seconds"], coverage=Counter(data.get("coverage", {})),

@@ -98,6 +98,13 @@ class Finding:
     config: dict[str, Any] = field(default_factory=dict)
     #: A leak's evidence (reset_leak.Probe.evidence): both passes' answers and the model's.
     evidence: dict[str, Any] | None = None
+    #: Its class is in the campaign's baseline (--baseline): KNOWN, not NEW.
+    known: bool = False
+
+    @property
+    def gates(self) -> bool:
+        """Whether it fails the campaign: neither declared nor known from its baseline."""
+        return not self.declared and not self.known
 
     @property
     def label(self) -> str:
@@ -113,7 +120,7 @@ class CampaignResult:
     steps: int
     seconds: float
     coverage: Counter[str]
-    #: The first undeclared finding's failure; None when the campaign held.
+    #: The first finding that gates (Finding.gates)'s failure; None when the campaign held.
     failure: str | None = None
     #: Its shrunk failing run, as trace steps; empty when the campaign held.
     counterexample: list[dict[str, Any]] = field(default_factory=list)
@@ -170,6 +177,8 @@ class CampaignResult:
                       for label, count in self.masks.skipped.most_common()]
             lines += [f"{count:,} runs ended early, the steps after it not taken ({label})"
                       for label, count in self.masks.runs_ended.most_common()]
+            if self.masks.not_sent:
+                lines.append(f"{self.masks.not_sent:,} requests the spec refuses, not sent (--inputs valid)")
         if self.scope is not None:
             lines.append(self.scope.describe())
         return lines
@@ -184,7 +193,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  database: Callable[[Masks], Any] | None = None,
                  request_tags: dict[str, str] | None = None, stopper: Stopper | None = None,
                  on_finding: Callable[[int, Finding], None] | None = None,
-                 reset: bool = True) -> CampaignResult:
+                 reset: bool = True, baseline: Iterable[DivergenceClass] = (),
+                 valid_only: bool = False) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` undeclared divergence classes (1: stop at the first; declared
     classes never count, so a declared difference never ends the search).
@@ -215,7 +225,9 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
     config = system.config(profile)
-    masks = Masks(profile, declared=list(declared))
+    masks = Masks(profile, declared=list(declared), known=list(baseline))
+    if valid_only and system.refuses is None:
+        raise ValueError(f"{system.name} does not tell a refused request apart: --inputs valid does not apply")
     oracle = oracle or system.model
     machine = lockstep(system.machine, oracle, target, config, masks,
                        scope.excluded_rules if scope else frozenset(),
@@ -223,7 +235,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        probes=None if observe else system.probes,
                        request_tags=request_tags, tag_request=system.tag_request,
                        stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0) or slow_budget_spent(),
-                       fixed_config=not reset)
+                       fixed_config=not reset, refuses=system.refuses, valid_only=valid_only)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "first_failure_run": None,
                                "smallest": None, "shrink_since": None, "smallest_of_class": None, "shrink_cut": None,
                                "first_class": None, "shrink_steps": 0}
@@ -350,11 +362,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
                 finding = finding_of(error, steps, oracle, target, run_config, observe)
                 if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
-                    _minimise(finding, oracle, target, masks, observe)  # not once told to stop: it replays
+                    # not once told to stop: it replays
+                    _minimise(finding, oracle, target, masks, observe, system.refuses)
                 if counted["shrink_cut"]:
                     _note_shrink_cut(finding, counted["shrink_cut"])
             findings.append(finding)
             found = finding.divergence_class
+            finding.known = found is not None and found in masks.known
             if finding.kind.outcome not in ("divergence", "target_error") or found is None:
                 break  # nothing to mask: a leak, a failure that does not reproduce, duespec's own
             if any(found == other.divergence_class for other in findings[:-1]):
@@ -365,13 +379,13 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 masks.slow_requests[slow_key(finding.config, finding.counterexample)] = FOUND + found.label()
             if on_finding is not None:
                 on_finding(len(findings), finding)
-            if sum(1 for other in findings if not other.declared) >= max_classes:
-                # declared classes are reported and searched past: they are no verdict
+            if sum(1 for other in findings if other.gates) >= max_classes:
+                # declared and known classes are reported and searched past: they are no verdict
                 stopped = (None if max_classes == 1 else
                            f"stopped at {max_classes} undeclared classes (--max-classes); there may be more")
                 break
     seconds = time.perf_counter() - started
-    first = next((f for f in findings if not f.declared), None)
+    first = next((f for f in findings if f.gates), None)
     return CampaignResult(
         system=system.name, profile=profile, seed=seed, examples=counted["examples"],
         steps=machine.total_steps, seconds=seconds, coverage=coverage,
@@ -390,12 +404,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
 
 
 def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks,
-              observe: bool = True) -> None:
+              observe: bool = True, refuses: Any = None) -> None:
     """Replace a finding's shrunk run by a shorter one of the same class, if the trace
     minimiser (duespec.campaigns.minimise) finds one; its text then names the new step."""
     assert finding.divergence_class is not None
     shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks,
-                       observe=observe)
+                       observe=observe, refuses=refuses)
     if shorter is None:
         return
     before = len(finding.counterexample)
@@ -543,7 +557,7 @@ def write_failure_trace(result: CampaignResult, directory: str | Path = DEFAULT_
     from duespec.traces.format import TraceHeader, TraceWriter
 
     if finding is None:
-        finding = next((f for f in result.findings if not f.declared), None)
+        finding = next((f for f in result.findings if f.gates), None)
     steps = finding.counterexample if finding else result.counterexample
     identity = hashlib.sha256(f"{os.getcwd()}\0{target}".encode("utf-8", "surrogatepass")).hexdigest()
     words = re.sub(r"[^A-Za-z0-9]+", "-", target).strip("-")

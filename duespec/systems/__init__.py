@@ -124,6 +124,10 @@ class System:
     #: Ops a campaign sends that the system does not have (an unknown op, answered as
     #: malformed): nameable in --ops, --skip-ops and a declaration's `op` like any other.
     unknown_ops: tuple[str, ...] = ()
+    #: The model's answer -> whether it refuses the request as malformed (a 400, `invalid`):
+    #: part of a divergence class's cause, and what `conform --inputs valid` does not send.
+    #: None: no answer is told apart as a refusal, and --inputs valid is a usage error.
+    refuses: Callable[[Any], bool] | None = None
     #: (op, args, required tags) -> the args with every promise and schedule they create
     #: carrying those tags (`--require-tag`, a declarations file's [inputs]); None when the
     #: system's requests carry no tags. Only a well-formed tags object gets the tags, so a

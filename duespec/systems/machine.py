@@ -37,6 +37,13 @@ class ProtocolMachine(RuleBasedStateMachine):
     oracle: Any
     steps: list[dict[str, Json]]
 
+    @property
+    def latest_step(self) -> dict[str, Json]:
+        """The step `call` took last, as the oracle answered it: the last of `steps`, or
+        one the campaign did not send to the target (--inputs valid), which `steps` leaves
+        out."""
+        raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")
+
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on the oracle and the target; the oracle's response."""
         raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")

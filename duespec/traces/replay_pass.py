@@ -26,9 +26,9 @@ from duespec.jsondiff import state_diff
 from duespec.judge import (
     Difference,
     answers_agree,
+    cause_of,
     describe_divergence,
     raised_verdict,
-    requirements_of,
     response_verdict,
     state_verdict,
 )
@@ -395,7 +395,7 @@ class ReplayPass:
             raise Diverged(step, f"the {source} differs from the state recorded in the trace:\n"
                                   + _indent(describe_divergence(step, "state", recorded, want)))
         have = self._attempt(self.subject.observe, step, "the target's observe() raised")
-        verdict = state_verdict(step, recorded, have, lambda: self.requirements_at(step),
+        verdict = state_verdict(step, recorded, have, lambda: self.cause_at(step),
                                 exchange=exchange_of(self.subject))
         if isinstance(verdict, Difference):
             raise Diverged(step, verdict.describe(), verdict)
@@ -431,7 +431,7 @@ class ReplayPass:
             located, at = first.difference, first.step
             if located is not None:  # now that the step is known, the requirements it reached
                 located = state_verdict(at, located.expected, located.actual,
-                                        lambda: self.requirements_at(at),
+                                        lambda: self.cause_at(at),
                                         exchange=located.exchange)  # type: ignore[assignment]
             raise Diverged(first.step, located.describe() if located else first.text, located) from None
         finally:
@@ -442,13 +442,14 @@ class ReplayPass:
 
     # --- diagnosis with the model ---
 
-    def requirements_at(self, step: dict[str, Json]) -> tuple[str, ...]:
-        """The requirement IDs the model reaches in `step`, as a campaign names a difference's
-        (the model taken through the trace up to it, its coverage tags kept apart)."""
+    def cause_at(self, step: dict[str, Json]) -> tuple[str, ...]:
+        """The model's branch in `step` (its coverage tags), as a campaign names a
+        difference's cause (the model taken through the trace up to it, its tags kept apart)."""
         with isolated() as tags:
             model = self.model_through(step["i"], tags=tags)
             model.close()
-            return requirements_of(tags)
+            refuses = self.system.refuses
+            return cause_of(tags, refuses is not None and refuses(step.get("result")))
 
     def model_through(self, last: int, *, then_resets: bool = False, tags: Counter[str] | None = None) -> Target:
         """A fresh model that has taken every line up to step `last`, and with `then_resets`
@@ -492,7 +493,7 @@ class ReplayPass:
                                                        comparable(answer))))
 
     def response_divergence(self, step: dict[str, Json], expected: Json, actual: Json) -> Diverged:
-        verdict = response_verdict(step, expected, actual, lambda: self.requirements_at(step),
+        verdict = response_verdict(step, expected, actual, lambda: self.cause_at(step),
                                    exchange=exchange_of(self.subject))
         assert isinstance(verdict, Difference)
         text = verdict.describe()

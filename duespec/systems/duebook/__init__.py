@@ -47,5 +47,7 @@ SYSTEM = System(
     blind_spots=BLIND_SPOTS,
     # the unknown op of the malformed requests every run's opening may send (D-27)
     unknown_ops=("reschedule",),
+    # D-19, D-27: a malformed request, whatever its op, is answered `invalid` and changes nothing
+    refuses=lambda answer: type(answer) is dict and answer.get("error") == "invalid",
     matrix=MATRIX,
 )

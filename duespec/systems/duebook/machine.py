@@ -123,7 +123,7 @@ class DuebookMachine(DeepRuns, ProtocolMachine):
         before = self.state
         response = self.call(op, args, now)
         self.observed(one_step=True)
-        self.transition = (before, self.steps[-1], self.state)
+        self.transition = (before, self.latest_step, self.state)
         return response
 
     def observed(self, one_step: bool) -> None:

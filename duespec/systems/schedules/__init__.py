@@ -52,6 +52,8 @@ SYSTEM = System(
     blind_spots=BLIND_SPOTS,
     # the unknown op the machine's `garbage` rule sends (400, X-03.unknown_op)
     unknown_ops=("warp",),
+    # a request the spec refuses, whatever its op, is answered 400 and changes nothing
+    refuses=lambda answer: type(answer) is dict and answer.get("status") == 400,
     matrix=MATRIX,
     tag_request=with_required_tags,
     out_of_reach_with_tags=out_of_reach_with_tags,

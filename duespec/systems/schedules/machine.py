@@ -92,12 +92,13 @@ class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
         if op == "schedule.create" and response.get("status") == 200 and not before["schedules"] == after["schedules"]:
             for feature in cron_regimes(args["cron"]):
                 reached(f"SR-01.{feature}")
+        step = self.latest_step
         for prop in spec.TRANSITION_PROPERTIES:
-            if not prop(before, self.steps[-1], after, self.profile):
+            if not prop(before, step, after, self.profile):
                 raise AssertionError(
                     f"{prop.__name__} broken: {(prop.__doc__ or '').splitlines()[0]}\n"
-                    f"  step {self.steps[-1]['op']} {self.steps[-1]['args']} at now={self.now}: "
-                    f"{self.steps[-1]['result']}\n  changes:\n    "
+                    f"  step {step['op']} {step['args']} at now={self.now}: "
+                    f"{step['result']}\n  changes:\n    "
                     + "\n    ".join(state_diff(before, after)[:20]))
         return response
 
