@@ -15,6 +15,7 @@ from duespec.campaigns.declared import Declared
 from duespec.campaigns.run import CampaignResult, Finding
 from duespec.exits import UsageError
 from duespec.judge import FindingKind
+from duespec.limits import MAX_REPORT_BYTES, InputError, parse_json, read_file
 
 SCHEMA = 1
 
@@ -119,11 +120,13 @@ def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
 
 def load_report(path: str) -> dict[str, Any]:
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
-    except ValueError as error:
-        raise UsageError(f"{path}: not a JSON report: {error}") from None
+        data = read_file(path, MAX_REPORT_BYTES)
+    except InputError as error:
+        raise UsageError(f"{path}: cannot read the report: {error.problem}") from None
+    try:
+        document = parse_json(data, unique_keys=True)
+    except InputError as error:
+        raise UsageError(f"{path}: not a JSON report: {error.problem}") from None
     if not isinstance(document, dict) or document.get("duespec_report") != SCHEMA:
         raise UsageError(f"{path}: not a duespec --json report (schema {SCHEMA})")
     return document

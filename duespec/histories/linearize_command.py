@@ -81,8 +81,19 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
         write_text(html_path, render_html(verdict, source), what="--html")
     if json_path:
         write_text(json_path, json.dumps(verdict.to_json(), indent=1) + "\n", what="--json")
-    print(describe(verdict) + (f"\nreport: {html_path}" if html_path else ""), file=out, flush=True)
+    print(cut_short_said(describe(verdict), history) + (f"\nreport: {html_path}" if html_path else ""),
+          file=out, flush=True)
     return verdict.exit_code
+
+
+def cut_short_said(text: str, history: History) -> str:
+    """The verdict text, its first line (the verdict's) saying so when the history's last
+    line was cut short: a verdict over part of a file must not read as one over all of it."""
+    if not history.truncated:
+        return text
+    verdict, newline, rest = text.partition("\n")
+    return (f"{verdict} [INPUT CUT SHORT: the last line is incomplete; only the {len(history.events):,} "
+            f"calls before it were checked]{newline}{rest}")
 
 
 def main(args: argparse.Namespace) -> int:
