@@ -46,9 +46,14 @@ def _recipe(args: argparse.Namespace) -> tuple[ImportRecipe, dict[str, Json]]:
 
 def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
+    out = Path(args.output) if args.output else _renamed(source, ".itf.json" if args.direction == "export" else ".jsonl")
+    if out.exists() and not args.force:
+        # The default name of an import is often the trace the ITF was exported from.
+        print(f"duespec itf: {out} exists; give --force to replace it, or -o a new name", file=sys.stderr)
+        return EXIT_USAGE
     try:
         if args.direction == "export":
-            out = export_itf(source, args.output or _renamed(source, ".itf.json"), timeout=args.timeout)
+            out = export_itf(source, out, timeout=args.timeout)
         else:
             recipe, mapping = _recipe(args)
             config = mapping.get("config")
@@ -62,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
                     print("duespec itf: --config must be a JSON object", file=sys.stderr)
                     return EXIT_USAGE
             with deadline(args.timeout, "the import"):
-                out = import_itf(source, args.output or _renamed(source, ".jsonl"),
+                out = import_itf(source, out,
                                  system=args.system or mapping.get("system"),
                                  profile=args.profile or mapping.get("profile"), config=config,
                                  recipe=recipe)
@@ -96,6 +101,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("direction", choices=("export", "import"))
     parser.add_argument("source", metavar="FILE", help="the trace (export) or the ITF file (import)")
     parser.add_argument("-o", "--output", default=None, help="where to write (default: beside FILE)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the output if it exists (atomically: the old file stays whole until "
+                             "the new one is); without it an existing output is refused")
     parser.add_argument("--mapping", metavar="FILE.toml", default=None,
                         help="import: a TOML file holding any of the options below; flags add to it")
     parser.add_argument("--system", type=system_argument, default=None, help="import: the system the spec models")
