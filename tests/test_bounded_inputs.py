@@ -169,3 +169,22 @@ def test_a_report_too_big_to_merge_is_refused_by_its_size(tmp_path: Path, monkey
     path.write_text(json.dumps({"duespec_report": 1, "campaigns": [], "padding": "x" * 200}))
     assert cli(["merge", str(path)]) == 2
     assert "over the 100-byte limit" in capsys.readouterr().err
+
+
+# --- item 7: a lone surrogate read from a file is escaped on the way out ---------------------
+
+def test_a_lone_surrogate_in_a_client_name_still_gets_its_verdict_and_reports(tmp_path: Path) -> None:
+    """Issue 41 item 7: "internal error: UnicodeEncodeError", exit 2, no HTML or JSON."""
+    path = tmp_path / "h.ndjson"
+    text = "".join(json.dumps(line) + "\n" for line in (HEADER.to_json(), FIRST.to_json(), VIOLATION.to_json()))
+    path.write_text(text.replace('"client": "c1"', '"client": "c\\ud800"'))
+    assert read_history(path).events[1].client == "c\ud800"
+    html, verdict = tmp_path / "v.html", tmp_path / "v.json"
+    run = duespec("linearize", str(path), "--budget", "20", "--html", str(html), "--json", str(verdict))
+    assert run.returncode == 1 and run.stdout.startswith("NOT LINEARIZABLE"), run.stdout + run.stderr
+    assert "internal error" not in run.stderr and "c\\ud800" in run.stdout
+    assert json.loads(verdict.read_text())["counterexample"]["events"][0]["client"] == "c\ud800"
+    assert "c\\ud800" in html.read_text(encoding="utf-8")
+    exported = tmp_path / "v.ndjson"  # and the history in the other format says the same
+    assert duespec("export", str(path), "--format", "resonate-valid", "-o", str(exported)).returncode == 0
+    assert duespec("linearize", str(exported), "--budget", "20").returncode == 1
