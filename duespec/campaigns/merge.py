@@ -88,7 +88,7 @@ def _is_dict(value: Any) -> bool:
 
 _KINDS = frozenset(kind.value for kind in FindingKind)
 _CLASS_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "kind": (lambda v: v in _KINDS, "a finding kind"), "op": (_is_str, "a string"),
+    "kind": (lambda v: _is_str(v) and v in _KINDS, "a finding kind"), "op": (_is_str, "a string"),
     "requirements": (_list_of(_is_str), "a list of strings"), "path": (_is_str, "a string"),
     "paths": (_list_of(_is_str), "a list of strings")}
 _DECLARED_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -97,7 +97,7 @@ _DECLARED_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "path": (_is_str, "a string"), "op": (_optional(_is_str), "a string or null"),
     "requirement": (_optional(_is_str), "a string or null"), "profile": (_optional(_is_str), "a string or null")}
 _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "kind": (lambda v: v in _KINDS, "a finding kind"), "class": (_optional(_is_dict), "an object or null"),
+    "kind": (lambda v: _is_str(v) and v in _KINDS, "a finding kind"), "class": (_optional(_is_dict), "an object or null"),
     "label": (_is_str, "a string"), "summary": (_is_str, "a string"), "failure": (_is_str, "a string"),
     "counterexample": (_list_of(_is_dict), "a list of steps"), "config": (_is_dict, "an object"),
     "declared": (_list_of(_is_dict), "a list of objects"), "evidence": (_optional(_is_dict), "an object or null"),

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from duespec.exits import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.outputs import OutputError, check_output
 from duespec.systems import system_argument
 from duespec.targets.interface import TargetError
 from duespec.targets.deadline import deadline
@@ -47,15 +48,13 @@ def _recipe(args: argparse.Namespace) -> tuple[ImportRecipe, dict[str, Json]]:
 def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
     out = Path(args.output) if args.output else _renamed(source, ".itf.json" if args.direction == "export" else ".jsonl")
-    if out.exists() and not args.force:
-        # The default name of an import is often the trace the ITF was exported from.
-        print(f"duespec itf: {out} exists; give --force to replace it, or -o a new name", file=sys.stderr)
-        return EXIT_USAGE
     try:
         if args.direction == "export":
+            _new_or_forced(out, args.force, [source])
             out = export_itf(source, out, timeout=args.timeout)
         else:
             recipe, mapping = _recipe(args)
+            _new_or_forced(out, args.force, [source, *recipe.files()])
             config = mapping.get("config")
             if args.config is not None:
                 try:
@@ -79,6 +78,14 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"wrote {out}")
     return EXIT_HOLDS
+
+
+def _new_or_forced(out: Path, force: bool, inputs: list[Path]) -> None:
+    """Refuse an output over an input always, and over any existing file without --force:
+    the default name of an import is often the very trace the ITF was exported from."""
+    check_output(out, inputs=inputs, what="output")
+    if out.exists() and not force:
+        raise OutputError(f"{out} exists; give --force to replace it, or -o a new name")
 
 
 def _renamed(path: Path, suffix: str) -> Path:
