@@ -171,3 +171,20 @@ def test_a_report_cut_short_between_its_campaigns_merges_to_incomplete(
     documents[0]["exit"] = 3
     code, out, _ = merged(tmp_path, documents, capsys)
     assert code == 3 and "merged 2 reports: INCOMPLETE" in out and "HOLDS" not in out.splitlines()[-1]
+
+
+def test_a_suite_with_a_malformed_trace_does_not_merge_to_holds(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The suite's report left a malformed trace out, so merge of it said HOLDS over a
+    suite that had failed (exit 1)."""
+    corpus = tmp_path / "traces"
+    corpus.mkdir()
+    (corpus / "broken.jsonl").write_text('{"duespec_trace": 1, "system": "duebook"\n')
+    report = tmp_path / "suite.json"
+    assert cli(["suite", "--examples", "2", "--traces", str(corpus), "--json", str(report),
+                "--database", "none"]) == 1
+    document = json.loads(report.read_text())
+    assert [replayed["malformed"] is not None for replayed in document["replays"]] == [True]
+    capsys.readouterr()
+    assert cli(["merge", str(report)]) == 2
+    assert capsys.readouterr().out.splitlines()[-1] == "merged 1 report: MALFORMED"
