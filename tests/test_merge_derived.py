@@ -188,3 +188,20 @@ def test_a_suite_with_a_malformed_trace_does_not_merge_to_holds(tmp_path: Path,
     capsys.readouterr()
     assert cli(["merge", str(report)]) == 2
     assert capsys.readouterr().out.splitlines()[-1] == "merged 1 report: MALFORMED"
+
+
+def test_a_shard_stopped_by_its_budget_merges_to_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shard's --budget lets it say HOLDS of what it ran (exit 0); the merged campaign,
+    whose chunk the budget cut short, may not."""
+    names = []
+    for shard, budget in ((1, ["--budget", "0.001"]), (2, [])):
+        path = tmp_path / f"b{shard}.json"
+        assert cli(["check", "duebook", "--examples", "100", "--steps", "3", "--shard", f"{shard}/2", "--json",
+                    str(path), "--database", "none", "--no-coverage", "--progress", "0", "--trace-dir",
+                    str(tmp_path), *budget]) == 0
+        names.append(str(path))
+    assert json.loads(Path(names[0]).read_text())["campaigns"][0]["cut_short"].startswith("--budget")
+    capsys.readouterr()
+    assert cli(["merge", *names]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("INCOMPLETE: duebook") and "merged 2 reports: INCOMPLETE" in out, out

@@ -375,7 +375,7 @@ def _why_incomplete(cut: list[tuple[int, str, str]], not_run: list[tuple[int, tu
                      f"{'...' if len(numbers) > 5 else ''} cut short")
     if not_run:
         lacks.append(f"{len(not_run):,} chunk{'s' if len(not_run) > 1 else ''} not run")
-    return f"{'; '.join(stops[:3])}{'; ...' if len(stops) > 3 else ''} ({', '.join(lacks)})"
+    return f"its shards' stops ({'; '.join(stops[:3])}{'; ...' if len(stops) > 3 else ''}: {', '.join(lacks)})"
 
 
 def main(args: argparse.Namespace) -> int:
