@@ -1,6 +1,9 @@
 """Bounded reading: every input duespec parses is refused past a documented size.
 
-A trace or ITF document may come from anywhere (a CI artifact, a foreign tool, an
+Every file a user gives (a trace, a history, a report for `merge`, a declared-differences,
+ITF or mapping file) is read here: `open_regular`, then `read_file` for a document read
+whole, `JsonLines` for a history, or the trace reader's own loop over `read_line`. Such a
+file may come from anywhere (a CI artifact, a foreign tool, an
 attacker), so reading one must never hang, exhaust memory or end in a Python traceback.
 Each limit is checked while reading, before the cost is paid: a line is read at most
 MAX_LINE_BYTES + 1 bytes at a time, an ITF document is refused by its size before it is
