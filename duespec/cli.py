@@ -28,6 +28,7 @@ from duespec.exits import (
     UsageError,
     seconds,
 )
+from duespec.outputs import tolerate_unencodable
 
 #: Each module defines `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
@@ -61,6 +62,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    tolerate_unencodable(sys.stdout, sys.stderr)  # a lone surrogate read from a file is printed escaped
     # --debug is accepted anywhere before a bare `--`, so it can be added to any command line.
     end = argv.index("--") if "--" in argv else len(argv)
     debug = "--debug" in argv[:end]

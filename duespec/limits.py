@@ -1,6 +1,9 @@
 """Bounded reading: every input duespec parses is refused past a documented size.
 
-A trace or ITF document may come from anywhere (a CI artifact, a foreign tool, an
+Every file a user gives (a trace, a history, a report for `merge`, a declared-differences,
+ITF or mapping file) is read here: `open_regular`, then `read_file` for a document read
+whole, `JsonLines` for a history, or the trace reader's own loop over `read_line`. Such a
+file may come from anywhere (a CI artifact, a foreign tool, an
 attacker), so reading one must never hang, exhaust memory or end in a Python traceback.
 Each limit is checked while reading, before the cost is paid: a line is read at most
 MAX_LINE_BYTES + 1 bytes at a time, an ITF document is refused by its size before it is
@@ -18,14 +21,20 @@ import json
 import os
 import re
 import stat
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 import orjson
 
 #: Longest line of a JSON Lines trace, newline included.
 MAX_LINE_BYTES = 16 * 1024 * 1024
-#: Largest ITF document (one JSON value, so it is parsed whole).
+#: Largest document read whole: an ITF trace, a declared-differences or mapping file.
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+#: Largest `--json` report `duespec merge` reads (a long campaign's classes, each with its
+#: counterexample and report text, once per chunk).
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+#: Largest JSON Lines file read into memory whole (a history: every event is kept for the
+#: search). A trace is streamed, so only its lines are bounded.
+MAX_LINES_FILE_BYTES = 1024 * 1024 * 1024
 #: Deepest nesting of arrays and objects in one JSON value.
 MAX_DEPTH = 64
 #: Deepest nesting in an ITF document: ITF wraps every map and option, so a value of
@@ -61,8 +70,8 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise InputError(f"not a regular file ({_kind_of(mode)}); duespec reads traces only "
-                             f"from regular files")
+            raise InputError(f"not a regular file ({_kind_of(mode)}); duespec reads its inputs "
+                             f"only from regular files")
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb")
@@ -92,15 +101,81 @@ def check_line_length(text: bytes, line: int) -> bytes:
     return text
 
 
-def read_document(handle: IO[bytes]) -> bytes:
-    """The whole of a single-document file, refused past MAX_DOCUMENT_BYTES unread."""
+def read_document(handle: IO[bytes], limit: int | None = None) -> bytes:
+    """The whole of a single-document file, refused past `limit` bytes (MAX_DOCUMENT_BYTES
+    unless given): by its size before a byte is read, and again while reading (a file that
+    grows meanwhile)."""
+    limit = MAX_DOCUMENT_BYTES if limit is None else limit
     size = os.fstat(handle.fileno()).st_size
-    if size > MAX_DOCUMENT_BYTES:
-        raise InputError(f"{size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit on a document")
-    data = handle.read(MAX_DOCUMENT_BYTES + 1)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise InputError(f"over the {MAX_DOCUMENT_BYTES:,}-byte limit on a document")
+    if size > limit:
+        raise InputError(f"{size:,} bytes, over the {limit:,}-byte limit on a document")
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"over the {limit:,}-byte limit on a document")
     return data
+
+
+def read_file(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of a file a user named, whole: a regular file only, refused before a byte
+    is read past `limit` (MAX_DOCUMENT_BYTES unless given). Every problem, a missing or
+    unreadable file included, is an InputError, so a caller has one error to name."""
+    try:
+        with open_regular(path) as handle:
+            return read_document(handle, limit)
+    except OSError as error:
+        raise InputError(f"cannot read: {error.strerror or error}") from None
+
+
+class JsonLines:
+    """The JSON values of a JSON Lines file, one a line, read within the limits and framed
+    strictly: what every reader of histories goes through.
+
+    Every line ends with a newline but perhaps the last. A last line without one is
+    complete if it parses (a writer that joined its lines with "\n" leaves one), and is
+    yielded like any other; only a final fragment that does not parse is a line cut short
+    (a writer killed mid-line): it is not yielded, and `cut_short` names its line. Any
+    other line that does not parse is an InputError naming it. Blank lines are refused
+    unless `skip_blank`. The file as a whole is refused past `limit` bytes (by its size
+    before it is read, and again while reading). Yields (line number, value)."""
+
+    def __init__(self, handle: IO[bytes], *, skip_blank: bool = False, limit: int | None = None) -> None:
+        self.handle, self.skip_blank = handle, skip_blank
+        self.limit = MAX_LINES_FILE_BYTES if limit is None else limit
+        #: The number of the final line that was cut short, or None when every line was whole.
+        self.cut_short: int | None = None
+        try:
+            size = os.fstat(handle.fileno()).st_size
+        except (OSError, ValueError, AttributeError):
+            size = 0
+        if size > self.limit:
+            raise InputError(f"{size:,} bytes, over the {self.limit:,}-byte limit on a JSON Lines file")
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        line, total = 0, 0
+        while True:
+            line += 1
+            text = read_line(self.handle, line)
+            if not text:
+                return
+            total += len(text)
+            if total > self.limit:
+                raise InputError(f"over the {self.limit:,}-byte limit on a JSON Lines file", line)
+            complete = text.endswith(b"\n")
+            if not text.strip():
+                if self.skip_blank:
+                    continue
+                if complete:
+                    raise InputError("blank line; every line is one JSON object", line)
+                self.cut_short = line
+                return
+            try:
+                value = parse_json(text, line)
+            except InputError:
+                if complete:
+                    raise
+                self.cut_short = line  # no newline and no JSON value: the writer stopped mid-line
+                return
+            yield line, value
 
 
 def parse_json(data: bytes, line: int | None = None, max_depth: int = MAX_DEPTH, *,

@@ -21,6 +21,24 @@ PARTIAL_SUFFIX = ".partial"
 MAX_NAME_BYTES = 255 - 32
 
 
+#: How text that UTF-8 cannot hold is written: a lone surrogate (which JSON's "\ud800" escape,
+#: read from a user's file, can put in a string) becomes that escape again, `\ud800`. Inside
+#: a JSON string it reads back as the same string; in HTML, JUnit and the terminal it shows
+#: what the input said. Never an error: a string a user gave must not cost the verdict.
+UNENCODABLE = "backslashreplace"
+
+
+def tolerate_unencodable(*streams: object) -> None:
+    """Make standard output and error write what UTF-8 cannot hold as UNENCODABLE does."""
+    for stream in streams:
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors=UNENCODABLE)
+            except (ValueError, OSError):  # a stream that cannot change (closed, detached)
+                pass
+
+
 class OutputError(ValueError):
     """An output path that cannot or must not be written: exit 2, before any work."""
 
@@ -80,7 +98,7 @@ class AtomicFile:
         remove_stale_partials(self.path)
         self.partial = self.path.with_name(f"{self.path.name}.{os.getpid()}{PARTIAL_SUFFIX}")
         fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-        self.handle: IO[str] = os.fdopen(fd, "w", encoding="utf-8")
+        self.handle: IO[str] = os.fdopen(fd, "w", encoding="utf-8", errors=UNENCODABLE)
 
     def write(self, text: str) -> None:
         self.handle.write(text)

@@ -437,7 +437,7 @@ class Generator:
                                 unchanged={str(protected): digest(protected), str(link): digest(link)})
             elif shape == "value":
                 flag = self.random.choice(["--timeout", "--examples", "--steps", "--seed"])
-                command = self.random.choice([["replay", trace], ["itf", "export", trace, "-o",
+                command = self.random.choice([["replay", trace], ["itf", "export", trace, "--force", "-o",
                                                                   str(self.root / "v.itf.json")],
                                               ["conform", "duebook", "--target", "impl"], ["check", "duebook"]])
                 if command[0] in ("replay", "itf"):

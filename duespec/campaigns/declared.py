@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duespec.judge import FindingKind
+from duespec.limits import InputError, parse_json, read_file
 
 if TYPE_CHECKING:
     from duespec.systems import System
@@ -97,16 +98,18 @@ def read(path: str | Path, system: System) -> DeclaredFile:
     """The file's entries and its [inputs], checked against the system."""
     where = str(path)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise DeclaredError(f"{where}: cannot read the declared-differences file: "
-                            f"{error.strerror or error}") from None
+        raw = read_file(path)
+    except InputError as error:
+        raise DeclaredError(f"{where}: cannot read the declared-differences file: {error.problem}") from None
+    kind = "JSON" if where.endswith(".json") else "TOML"
     try:
-        text = raw.decode("utf-8")
-        document: Any = json.loads(text) if where.endswith(".json") else tomllib.loads(text)
+        document: Any = parse_json(raw) if kind == "JSON" else tomllib.loads(raw.decode("utf-8"))
+    except InputError as error:
+        raise DeclaredError(f"{where}: not valid JSON: {error.problem}") from None
     except (UnicodeDecodeError, ValueError) as error:  # TOMLDecodeError is a ValueError
-        kind = "JSON" if where.endswith(".json") else "TOML"
         raise DeclaredError(f"{where}: not valid {kind}: {error}") from None
+    except RecursionError:
+        raise DeclaredError(f"{where}: not valid {kind}: nested too deeply") from None
     if not isinstance(document, dict) or set(document) - {"difference", "inputs"}:
         raise DeclaredError(f'{where}: expected only a list of entries under "difference" '
                             f'([[difference]] in TOML) and an "inputs" table, got keys '

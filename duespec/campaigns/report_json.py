@@ -15,6 +15,7 @@ from duespec.campaigns.declared import Declared
 from duespec.campaigns.run import CampaignResult, Finding
 from duespec.exits import UsageError
 from duespec.judge import FindingKind
+from duespec.limits import MAX_REPORT_BYTES, InputError, parse_json, read_file
 
 SCHEMA = 1
 
@@ -46,8 +47,7 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "kind": finding.kind, "class": None if found is None else class_to_json(found),
         "label": finding.label, "summary": finding.summary, "failure": finding.failure,
         "counterexample": finding.counterexample, "config": finding.config,
-        "declared": [vars(entry) if isinstance(entry, Declared) else {"reason": getattr(entry, "reason", str(entry))}
-                     for entry in finding.declared],
+        "declared": [declared_to_json(entry) for entry in finding.declared],
         "evidence": finding.evidence, "known": finding.known, "chunks": list(getattr(finding, "chunks", [0])),
         "position": getattr(finding, "position", 0), "from_database": getattr(finding, "from_database", False),
         "trace": None if getattr(finding, "trace", None) is None else str(finding.trace),  # type: ignore[attr-defined]
@@ -55,16 +55,31 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
     }
 
 
+def incomplete(result: CampaignResult) -> bool:
+    """Cut short by a signal (not by its own --budget, within which it says HOLDS)."""
+    return result.cut_short is not None and not result.cut_short.startswith("--budget")
+
+
+def declared_to_json(entry: Any) -> dict[str, Any]:
+    return vars(entry) if isinstance(entry, Declared) else {"reason": getattr(entry, "reason", str(entry))}
+
+
 def campaign_to_json(result: CampaignResult, *, target: str, examples: int, steps: int, depth: float,
                      max_classes: int) -> dict[str, Any]:
+    """The campaign as `--json` holds it. `ok` is its verdict (no undeclared class, and not
+    cut short by a signal), written for people and other tools; `merge` derives its own
+    from the findings, the chunks and `cut_short` (why it stopped early, or null)."""
     stats = getattr(result, "database_stats", None)
+    masks = result.masks
     return {
         "system": result.system, "profile": result.profile, "target": target, "seed": result.seed,
         "examples_budget": examples, "steps_per_run": steps, "depth": depth, "max_classes": max_classes,
         "chunks": list(getattr(result, "chunks", [0])), "total_chunks": getattr(result, "total_chunks", 1),
         "runs": result.examples, "steps": result.steps, "seconds": round(result.seconds, 3),
-        "ok": result.ok, "failure_kind": result.failure_kind, "searches": result.searches,
-        "stopped": result.stopped, "first_failure_seconds": result.first_failure_seconds,
+        "ok": result.ok and not incomplete(result), "failure_kind": result.failure_kind,
+        "searches": result.searches, "stopped": result.stopped, "cut_short": result.cut_short,
+        "declared": [declared_to_json(entry) for entry in masks.declared] if masks is not None else [],
+        "request_tags": dict(result.request_tags), "first_failure_seconds": result.first_failure_seconds,
         "first_failure_run": result.first_failure_run,
         "coverage": dict(result.coverage), "depths": result.depths,
         "skipped": dict(result.masks.skipped) if result.masks else {},
@@ -96,8 +111,7 @@ def finding_from_json(data: dict[str, Any]) -> Finding:
     divergence_class = None if found is None else class_from_json(found)
     finding = Finding(kind=FindingKind(data["kind"]), divergence_class=divergence_class, summary=data["summary"],
                       failure=data["failure"], counterexample=data["counterexample"],
-                      declared=[Declared(**entry) if "where" in entry else Declared(entry["reason"], "response", "$")
-                                for entry in data.get("declared", [])],
+                      declared=[declared_from_json(entry) for entry in data.get("declared", [])],
                       config=data.get("config") or {}, evidence=data.get("evidence"),
                       known=bool(data.get("known")))
     finding.chunks = list(data.get("chunks", [0]))  # type: ignore[attr-defined]
@@ -108,8 +122,15 @@ def finding_from_json(data: dict[str, Any]) -> Finding:
     return finding
 
 
+def declared_from_json(entry: dict[str, Any]) -> Declared:
+    if "where" not in entry:
+        return Declared(entry["reason"], FindingKind.RESPONSE, "$")
+    return Declared(**{**entry, "where": FindingKind(entry["where"])})
+
+
 def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
-    masks = Masks(data["profile"], known=[class_from_json(known) for known in data.get("baseline", [])])
+    masks = Masks(data["profile"], declared=[declared_from_json(entry) for entry in data.get("declared", [])],
+                  known=[class_from_json(known) for known in data.get("baseline", [])])
     masks.skipped.update(data.get("skipped", {}))
     masks.runs_ended.update(data.get("runs_ended", {}))
     masks.not_sent = data.get("not_sent", 0)
@@ -123,7 +144,9 @@ def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
         failure_summary=first.summary if first else None, findings=findings, masks=masks,
         scope=_ScopeText(data["scope"]) if data.get("scope") else None,  # type: ignore[arg-type]
         searches=data.get("searches", 1), stopped=data.get("stopped"), depths=data.get("depths", []),
-        first_failure_seconds=data.get("first_failure_seconds"), first_failure_run=data.get("first_failure_run"))
+        first_failure_seconds=data.get("first_failure_seconds"), first_failure_run=data.get("first_failure_run"),
+        cut_short=data.get("cut_short"), examples_asked=data.get("examples_budget", 0),
+        request_tags=dict(data.get("request_tags", {})))
     result.chunks = list(data["chunks"])  # type: ignore[attr-defined]
     result.total_chunks = data["total_chunks"]  # type: ignore[attr-defined]
     result.database_stats = Stats.from_json(data["database"]) if data.get("database") else None  # type: ignore[attr-defined]
@@ -132,11 +155,13 @@ def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
 
 def load_report(path: str) -> dict[str, Any]:
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
-    except ValueError as error:
-        raise UsageError(f"{path}: not a JSON report: {error}") from None
+        data = read_file(path, MAX_REPORT_BYTES)
+    except InputError as error:
+        raise UsageError(f"{path}: cannot read the report: {error.problem}") from None
+    try:
+        document = parse_json(data, unique_keys=True)
+    except InputError as error:
+        raise UsageError(f"{path}: not a JSON report: {error.problem}") from None
     if not isinstance(document, dict) or document.get("duespec_report") != SCHEMA:
         raise UsageError(f"{path}: not a duespec --json report (schema {SCHEMA})")
     return document

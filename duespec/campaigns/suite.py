@@ -85,6 +85,9 @@ def replay_all(corpus: Path, shard: tuple[int, int] | None = None, replays: list
             results = [replay(path, target) for target in ("model", "impl")]
         except TraceError as error:
             lines.append(Line("replay", f"{path} is malformed", False, 0.0, str(error)))
+            if replays is not None:  # in the report too, or merge would find nothing that failed
+                replays.append({"path": str(path), "confirmed": False, "malformed": str(error),
+                                "report": f"MALFORMED: {error}"})
             continue
         for result in results:
             if not result.confirmed:

@@ -8,7 +8,8 @@ The format is documented in docs/histories.md; this module is its only reader an
 
 A history is written one complete line per returned call, flushed as it goes, so a
 recorder that is killed leaves every call up to its last complete line readable; the
-reader reports a cut last line as truncation rather than refusing the file.
+reader reports a cut last line as truncation rather than refusing the file (a last line
+without its newline that parses is whole: duespec.limits.JsonLines frames every reader).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import IO, Any
 
 import orjson
 
-from duespec.limits import InputError, open_regular, parse_json, read_line
+from duespec.limits import InputError, JsonLines, open_regular
 from duespec.systems import get_system, names
 
 Json = Any
@@ -103,7 +104,8 @@ class Event:
 class History:
     header: HistoryHeader
     events: list[Event]
-    #: The last line was cut short (a recorder killed mid-write): events up to it are kept.
+    #: The last line was cut short (no newline and not JSON: a recorder killed mid-write):
+    #: the events before it are kept. A last line without a newline that parses is whole.
     truncated: bool = False
 
 
@@ -203,46 +205,33 @@ def _read(handle: IO[bytes], where: str, max_events: int) -> History:
     events: list[Event] = []
     header: HistoryHeader | None = None
     last_return, client_free = -1, {}
-    line = 0
-    truncated = False
-    while True:
-        line += 1
-        try:
-            text = read_line(handle, line)
-        except InputError as error:
-            raise HistoryError(where, line, error.problem) from None
-        if not text:
-            break
-        if not text.endswith(b"\n"):
-            # A recorder killed mid-line: what came before is whole, this line is not.
+    try:
+        lines = JsonLines(handle)
+        for line, value in lines:
             if header is None:
-                raise HistoryError(where, line, "the header line is cut short")
-            truncated = True
-            break
-        if not text.strip():
-            raise HistoryError(where, line, "blank line; every line of a history is one JSON object")
-        try:
-            value = parse_json(text, line)
-        except InputError as error:
-            raise HistoryError(where, line, error.problem) from None
-        if header is None:
-            header = _header(value, where)
-            continue
-        if len(events) >= max_events:
-            raise HistoryError(where, line, f"more than {max_events:,} events, the limit on one history "
-                                            f"(split it by key or by time)")
-        event = check_event(value, header, where, line)
-        if event.return_ns < last_return:
-            raise HistoryError(where, line, f"out of order: returns at {event.return_ns} ns, before the "
-                                            f"line above ({last_return} ns); lines are in return order")
-        if event.call_ns < client_free.get(event.client, -1):
-            raise HistoryError(where, line, f"client {event.client!r} calls at {event.call_ns} ns before its "
-                                            f"previous call returned ({client_free[event.client]} ns)")
-        last_return, client_free[event.client] = event.return_ns, event.return_ns
-        events.append(event)
+                header = _header(value, where)
+                continue
+            if len(events) >= max_events:
+                raise HistoryError(where, line, f"more than {max_events:,} events, the limit on one history "
+                                                f"(split it by key or by time)")
+            event = check_event(value, header, where, line)
+            if event.return_ns < last_return:
+                raise HistoryError(where, line, f"out of order: returns at {event.return_ns} ns, before the "
+                                                f"line above ({last_return} ns); lines are in return order")
+            if event.call_ns < client_free.get(event.client, -1):
+                raise HistoryError(where, line, f"client {event.client!r} calls at {event.call_ns} ns before its "
+                                                f"previous call returned ({client_free[event.client]} ns)")
+            last_return, client_free[event.client] = event.return_ns, event.return_ns
+            events.append(event)
+    except InputError as error:
+        raise HistoryError(where, error.line, error.problem) from None
+    except OSError as error:
+        raise HistoryError(where, None, f"cannot read: {error.strerror or error}") from None
     if header is None:
+        if lines.cut_short is not None:
+            raise HistoryError(where, lines.cut_short, "the header line is cut short")
         raise HistoryError(where, None, "empty file; a history starts with its header line")
-    return History(header, events, truncated)
+    return History(header, events, lines.cut_short is not None)
 
 
 class HistoryWriter:

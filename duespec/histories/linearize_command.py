@@ -155,8 +155,19 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
                                  "allowed": allow_unanswered, "fails": fails}}
         write_text(json_path, json.dumps(report, indent=1) + "\n", what="--json")
     first = f"FAILED: {unanswered}\n" if fails else ""
-    print(first + describe(verdict) + (f"\nreport: {html_path}" if html_path else ""), file=out, flush=True)
+    print(first + cut_short_said(describe(verdict), history) + (f"\nreport: {html_path}" if html_path else ""),
+          file=out, flush=True)
     return code
+
+
+def cut_short_said(text: str, history: History) -> str:
+    """The verdict text, its first line (the verdict's) saying so when the history's last
+    line was cut short: a verdict over part of a file must not read as one over all of it."""
+    if not history.truncated:
+        return text
+    verdict, newline, rest = text.partition("\n")
+    return (f"{verdict} [INPUT CUT SHORT: the last line is incomplete; only the {len(history.events):,} "
+            f"calls before it were checked]{newline}{rest}")
 
 
 def main(args: argparse.Namespace) -> int:

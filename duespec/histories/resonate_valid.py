@@ -28,7 +28,7 @@ from typing import IO, Any
 from duespec.histories.format import (
     MAX_EVENTS, Event, History, HistoryError, HistoryHeader, check_event, read_history,
 )
-from duespec.limits import InputError, open_regular, parse_json, read_line
+from duespec.limits import InputError, JsonLines, open_regular, parse_json, read_line
 from duespec.wire.envelope import (
     KIND_OF_OP, OP_OF_KIND, ProtocolViolation, Request, WireError, args_to_wire,
     envelope, op_response, request_to_op, response_envelope,
@@ -105,33 +105,24 @@ def _read_valid(handle: IO[bytes], where: str, max_events: int) -> History:
     header = HistoryHeader("schedules", "pinned", {}, producer="resonate valid/ trace",
                            meta={"source_format": FORMAT})
     rows: list[tuple[int, Event]] = []
-    line, truncated, sequential = 0, False, None
-    while True:
-        line += 1
-        try:
-            text = read_line(handle, line)
-        except InputError as error:
-            raise HistoryError(where, line, error.problem) from None
-        if not text:
-            break
-        if not text.endswith(b"\n"):
-            truncated = True  # a recorder killed mid-line: the lines before it are whole
-            break
-        if not text.strip():
-            continue  # the specification's readers skip blank lines too
-        if len(rows) >= max_events:
-            raise HistoryError(where, line, f"more than {max_events:,} events, the limit on one history")
-        try:
-            value = parse_json(text, line)
-        except InputError as error:
-            raise HistoryError(where, line, error.problem) from None
-        timed = isinstance(value, dict) and ("call" in value or "return" in value)
-        if sequential is None:
-            sequential = not timed
-        elif sequential == timed:
-            raise HistoryError(where, line, "some lines carry call/return instants and some do not; a capture "
-                                            "gives them on every line or on none")
-        rows.append((line, _event(value, header, where, line, len(rows))))
+    sequential = None
+    try:
+        lines = JsonLines(handle, skip_blank=True)  # the specification's readers skip blank lines too
+        for line, value in lines:
+            if len(rows) >= max_events:
+                raise HistoryError(where, line, f"more than {max_events:,} events, the limit on one history")
+            timed = isinstance(value, dict) and ("call" in value or "return" in value)
+            if sequential is None:
+                sequential = not timed
+            elif sequential == timed:
+                raise HistoryError(where, line, "some lines carry call/return instants and some do not; a "
+                                                "capture gives them on every line or on none")
+            rows.append((line, _event(value, header, where, line, len(rows))))
+    except InputError as error:
+        raise HistoryError(where, error.line, error.problem) from None
+    except OSError as error:
+        raise HistoryError(where, None, f"cannot read: {error.strerror or error}") from None
+    truncated = lines.cut_short is not None
     if not rows and not truncated:
         raise HistoryError(where, None, "no calls in the file")
     return History(header, _in_lanes(rows), truncated)

@@ -31,7 +31,8 @@ _REQUIRED_STEP_KEYS = ("i", "op", "args", "now")
 _OPTIONAL_STEP_KEYS = ("result", "state")
 _STEP_KEYS = frozenset(_REQUIRED_STEP_KEYS + _OPTIONAL_STEP_KEYS)
 _A_DICT: dict[str, Json] = {}
-_HEADER_KEYS = ("duespec_trace", "system", "profile", "config", "seed", "producer", "created")
+#: The keys every header has; any other is free-form metadata (TraceHeader.extra).
+TRACE_HEADER_KEYS = ("duespec_trace", "system", "profile", "config", "seed", "producer", "created")
 #: The one key of a reset line: `{"reset": CONFIG}` starts the instance again in the middle
 #: of a trace, so one trace can show state that survives a reset.
 RESET_KEY = "reset"
@@ -79,7 +80,7 @@ class TraceHeader:
         if type(version) is not int or version != FORMAT_VERSION:  # 1.0 and true are no version
             raise fail(f"unsupported format version {json.dumps(version)}; this duespec reads version "
                        f"{FORMAT_VERSION}")
-        for key in _HEADER_KEYS:
+        for key in TRACE_HEADER_KEYS:
             if key not in value:
                 raise fail(f'missing key "{key}"')
         system, profile, config = value["system"], value["profile"], value["config"]
@@ -99,7 +100,7 @@ class TraceHeader:
         for key, text in (("producer", producer), ("created", created)):
             if not isinstance(text, str):
                 raise fail(f'"{key}" must be a string, got {_kind(text)}')
-        extra = {k: v for k, v in value.items() if k not in _HEADER_KEYS}
+        extra = {k: v for k, v in value.items() if k not in TRACE_HEADER_KEYS}
         return cls(system, profile, config, seed, producer, created, extra)
 
 

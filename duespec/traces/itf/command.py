@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from duespec.exits import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.outputs import OutputError, check_output
 from duespec.systems import system_argument
 from duespec.targets.interface import TargetError
 from duespec.targets.deadline import deadline
@@ -46,11 +47,14 @@ def _recipe(args: argparse.Namespace) -> tuple[ImportRecipe, dict[str, Json]]:
 
 def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
+    out = Path(args.output) if args.output else _renamed(source, ".itf.json" if args.direction == "export" else ".jsonl")
     try:
         if args.direction == "export":
-            out = export_itf(source, args.output or _renamed(source, ".itf.json"), timeout=args.timeout)
+            _new_or_forced(out, args.force, [source])
+            out = export_itf(source, out, timeout=args.timeout)
         else:
             recipe, mapping = _recipe(args)
+            _new_or_forced(out, args.force, [source, *recipe.files()])
             config = mapping.get("config")
             if args.config is not None:
                 try:
@@ -62,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
                     print("duespec itf: --config must be a JSON object", file=sys.stderr)
                     return EXIT_USAGE
             with deadline(args.timeout, "the import"):
-                out = import_itf(source, args.output or _renamed(source, ".jsonl"),
+                out = import_itf(source, out,
                                  system=args.system or mapping.get("system"),
                                  profile=args.profile or mapping.get("profile"), config=config,
                                  recipe=recipe)
@@ -74,6 +78,14 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"wrote {out}")
     return EXIT_HOLDS
+
+
+def _new_or_forced(out: Path, force: bool, inputs: list[Path]) -> None:
+    """Refuse an output over an input always, and over any existing file without --force:
+    the default name of an import is often the very trace the ITF was exported from."""
+    check_output(out, inputs=inputs, what="output")
+    if out.exists() and not force:
+        raise OutputError(f"{out} exists; give --force to replace it, or -o a new name")
 
 
 def _renamed(path: Path, suffix: str) -> Path:
@@ -96,6 +108,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("direction", choices=("export", "import"))
     parser.add_argument("source", metavar="FILE", help="the trace (export) or the ITF file (import)")
     parser.add_argument("-o", "--output", default=None, help="where to write (default: beside FILE)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the output if it exists (atomically: the old file stays whole until "
+                             "the new one is); without it an existing output is refused")
     parser.add_argument("--mapping", metavar="FILE.toml", default=None,
                         help="import: a TOML file holding any of the options below; flags add to it")
     parser.add_argument("--system", type=system_argument, default=None, help="import: the system the spec models")

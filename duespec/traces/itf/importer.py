@@ -14,7 +14,7 @@ from duespec import __version__
 from duespec.limits import MAX_ITF_DEPTH, InputError, open_regular, parse_json, read_document, text_problem
 from duespec.outputs import check_output
 from duespec.systems import get_system, names
-from duespec.traces.format import TraceError, TraceHeader, check_step, write_trace
+from duespec.traces.format import TRACE_HEADER_KEYS, TraceError, TraceHeader, check_step, write_trace
 from duespec.traces.itf.recipe import TIME_SOURCE_WORDS, ForeignStep, ImportRecipe, RecipeError, load_hook, time_source
 from duespec.traces.itf.values import (ACTION_TAKEN, NONDET_PICKS, NONE, RESULT_VAR, Json, action_name, from_itf,
                                        json_problem, op_for_action)
@@ -81,9 +81,14 @@ def read_itf(itf_path: str | os.PathLike[str], *, system: str | None = None, pro
     extra: dict[str, Json] = {"itf_meta": {k: v for k, v in meta.items() if k != "duespec"}} if meta else {}
     if recipe != ImportRecipe():
         extra["itf_import"] = reader.describe()
+    # A duespec export carries its trace's whole header: every field of it comes back
+    # (what the import itself adds goes beside them), so a round trip loses nothing.
+    kept = {key: value for key, value in recorded.items() if key not in TRACE_HEADER_KEYS and key not in extra}
+    producer, created = recorded.get("producer"), recorded.get("created")
     header = TraceHeader(
         system=name, profile=chosen, config=chosen_config, seed=recorded.get("seed"),
-        producer=f"duespec {__version__} itf import of {Path(itf_path).name}", extra=extra)
+        producer=producer if isinstance(producer, str) else f"duespec {__version__} itf import of {Path(itf_path).name}",
+        extra={**kept, **extra}, **({"created": created} if isinstance(created, str) else {}))
     return header, reader.steps(document["states"], chosen_config)
 
 

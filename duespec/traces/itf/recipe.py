@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from duespec.limits import InputError, read_file
 from duespec.traces.itf.values import Json
 
 #: Quint actions that only move the clock: imported as no step, their `now` carries over.
@@ -134,11 +135,15 @@ def load_mapping(path: str | os.PathLike[str]) -> dict[str, Json]:
     mapping file, or a module), states (bool)."""
     where = Path(path)
     try:
-        data = tomllib.loads(where.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise RecipeError(f"mapping file {where}: cannot read: {error.strerror or error}") from None
+        data = tomllib.loads(read_file(where).decode("utf-8"))
+    except InputError as error:
+        raise RecipeError(f"mapping file {where}: cannot read: {error.problem}") from None
+    except UnicodeDecodeError as error:
+        raise RecipeError(f"mapping file {where}: not UTF-8: {error.reason} at byte {error.start}") from None
     except tomllib.TOMLDecodeError as error:
         raise RecipeError(f"mapping file {where}: not TOML: {error}") from None
+    except RecursionError:
+        raise RecipeError(f"mapping file {where}: not TOML: nested too deeply") from None
     kinds: dict[str, type | tuple[type, ...]] = {
         "system": str, "profile": str, "config": dict, "args": dict, "ignore_picks": list, "time": list,
         "time_actions": list, "hook": str, "states": bool}
