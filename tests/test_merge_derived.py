@@ -96,10 +96,10 @@ def merged(tmp_path: Path, documents: list[dict[str, Any]], capsys: pytest.Captu
 
 def _finding(op: str = "claim") -> dict[str, Any]:
     return {"kind": "response", "class": {"kind": "response", "op": op, "requirements": ["DB-01"],
-                                          "path": "$.error", "paths": ["$.error"]},
+                                          "path": "$.error", "paths": ["$.error"], "cause": ["D-09.found"]},
             "label": f"response {op} $.error", "summary": "differs", "failure": "differs", "counterexample": [],
             "config": {}, "declared": [], "evidence": None, "chunks": [0], "position": 0,
-            "from_database": False, "trace": None, "details": None}
+            "from_database": False, "trace": None, "details": None, "known": False}
 
 
 def _campaign(document: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +111,8 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "exit 1 over campaigns that hold": (lambda d: d.update(exit=1), "says exit 1, but its contents give exit 0"),
     "a finding its parts do not list": (
         lambda d: _campaign(d).update(findings=[_finding()], ok=False), "its parts' list different classes"),
+    "a class said known that the baseline does not hold": (
+        lambda d: _campaign(d).update(findings=[{**_finding(), "known": True}]), "is marked known"),
     "a class said declared that no entry covers": (
         lambda d: _campaign(d).update(findings=[{**_finding(), "declared": [
             {"reason": "x", "where": "response", "path": "$.other", "op": None, "requirement": None,

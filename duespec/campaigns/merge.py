@@ -34,8 +34,8 @@ from duespec.campaigns.conform import summary_table, verdict_line
 from duespec.campaigns.classes import Masks
 from duespec.campaigns.parallel import chunk_seed, chunks_of, combine, cutoff
 from duespec.campaigns.run import CampaignResult
-from duespec.campaigns.report_json import (campaign_from_json, campaign_to_json, declared_from_json, load_report,
-                                           write_report)
+from duespec.campaigns.report_json import (campaign_from_json, campaign_to_json, class_from_json, declared_from_json,
+                                           load_report, write_report)
 from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, UsageError
 from duespec.judge import FindingKind
 from duespec.systems import get_system, names
@@ -51,7 +51,7 @@ from duespec.systems import get_system, names
 
 #: What makes campaigns shards of one campaign: the same run plan and the same masks.
 _IDENTITY = ("system", "profile", "target", "seed", "examples_budget", "steps_per_run", "depth",
-             "max_classes", "total_chunks", "scope", "declared", "request_tags")
+             "max_classes", "total_chunks", "scope", "declared", "request_tags", "baseline")
 
 
 def _is_int(value: Any) -> bool:
@@ -90,10 +90,11 @@ _KINDS = frozenset(kind.value for kind in FindingKind)
 _CLASS_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "kind": (lambda v: _is_str(v) and v in _KINDS, "a finding kind"), "op": (_is_str, "a string"),
     "requirements": (_list_of(_is_str), "a list of strings"), "path": (_is_str, "a string"),
-    "paths": (_list_of(_is_str), "a list of strings")}
+    "paths": (_list_of(_is_str), "a list of strings"), "cause": (_list_of(_is_str), "a list of strings")}
 _DECLARED_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "reason": (_is_str, "a string"), "where": (lambda v: v in (FindingKind.RESPONSE, FindingKind.STATE),
-                                               '"response" or "state"'),
+    "reason": (_is_str, "a string"),
+    "where": (lambda v: v in (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES),
+              '"response", "state" or "messages"'),
     "path": (_is_str, "a string"), "op": (_optional(_is_str), "a string or null"),
     "requirement": (_optional(_is_str), "a string or null"), "profile": (_optional(_is_str), "a string or null")}
 _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -103,7 +104,8 @@ _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "declared": (_list_of(_is_dict), "a list of objects"), "evidence": (_optional(_is_dict), "an object or null"),
     "chunks": (lambda v: _list_of(_is_count)(v) and bool(v), "a non-empty list of chunk numbers"),
     "position": (_is_count, "a whole number"), "from_database": (lambda v: type(v) is bool, "true or false"),
-    "trace": (_optional(_is_str), "a string or null"), "details": (_optional(_is_str), "a string or null")}
+    "trace": (_optional(_is_str), "a string or null"), "details": (_optional(_is_str), "a string or null"),
+    "known": (lambda v: type(v) is bool, "true or false")}
 _CAMPAIGN_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "system": (lambda v: _is_str(v) and v in names(), "a known system"), "profile": (_is_str, "a string"),
     "target": (_is_str, "a string"), "seed": (_is_int, "an integer"),
@@ -120,6 +122,7 @@ _CAMPAIGN_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "runs_ended": (_counts, "an object of counts"), "scope": (_optional(_is_str), "a string or null"),
     "database": (_optional(_is_dict), "an object or null"), "findings": (_list_of(_is_dict), "a list of objects"),
     "declared": (_list_of(_is_dict), "a list of objects"),
+    "baseline": (_list_of(_is_dict), "a list of classes"), "not_sent": (_is_count, "a whole number"),
     "request_tags": (lambda v: _is_dict(v) and all(_is_str(x) for x in v.values()), "an object of strings"),
     "first_failure_seconds": (_optional(_is_number), "a number or null"),
     "first_failure_run": (_optional(_is_count), "a whole number or null"),
@@ -197,6 +200,11 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
             raise UsageError(f"{at}: {finding['label'][:80]} is marked {'' if finding['declared'] else 'un'}declared, "
                              f"but the campaign's declared entries {'do not ' if finding['declared'] else ''}cover "
                              f"every path of its class")
+        if finding["known"] != _known(campaign, finding):
+            raise UsageError(f"{at}: {finding['label'][:80]} is marked {'' if finding['known'] else 'not '}known, "
+                             f"but the campaign's baseline {'does not hold' if finding['known'] else 'holds'} its class")
+    for number, known in enumerate(campaign["baseline"], 1):
+        _check_fields(f"{where}: baseline class {number}", known, _CLASS_FIELDS)
     if campaign["ok"] != (_holds(campaign) and not _incomplete(campaign)):
         raise UsageError(f'{where}: says "ok": {json.dumps(campaign["ok"])}, but its classes and chunks give '
                          f'{json.dumps(not campaign["ok"])}')
@@ -230,7 +238,7 @@ def _class_of(finding: dict[str, Any]) -> str:
     found = finding["class"]
     if found is None:
         return f"{finding['kind']}: {finding['summary']}"
-    return json.dumps([found["kind"], found["op"], found["requirements"], found["path"]])
+    return json.dumps([found["kind"], found["op"], found["requirements"], found["path"], found["cause"]])
 
 
 def _declared(campaign: dict[str, Any], finding: dict[str, Any]) -> bool:
@@ -245,8 +253,16 @@ def _declared(campaign: dict[str, Any], finding: dict[str, Any]) -> bool:
                for path in found["paths"] or [found["path"]])
 
 
+def _known(campaign: dict[str, Any], finding: dict[str, Any]) -> bool:
+    """Whether the finding's class is one of the campaign's baseline (KNOWN): the campaign's
+    own rule (Masks.known), applied again to the classes its report lists."""
+    found = finding["class"]
+    return found is not None and class_from_json(found) in {class_from_json(known) for known in campaign["baseline"]}
+
+
 def _holds(campaign: dict[str, Any]) -> bool:
-    return all(finding["declared"] for finding in campaign["findings"])
+    """No finding fails the gate: each is declared or known from the campaign's baseline."""
+    return all(finding["declared"] or _known(campaign, finding) for finding in campaign["findings"])
 
 
 def _incomplete(campaign: dict[str, Any]) -> bool:
