@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-long check bench crash-test clean
+.PHONY: install test test-long check mutation-floor bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,9 +24,15 @@ test-long: $(STAMP)
 
 # The suite, then duespec stress against resonate-pg on a real PostgreSQL (exit 2, "NOT CHECKED",
 # if PostgreSQL or resonate.sql is missing: see tools/stress_resonate_pg.py).
-check: $(STAMP)
+check: $(STAMP) mutation-floor
 	$(BIN)/duespec suite
 	$(BIN)/python tools/stress_resonate_pg.py
+
+# The full mutation floor: a fixed sample of mutants of impl/ through the default campaigns,
+# its killed count held to tools/mutation-floor.txt (exit 1, the survivors listed, below it;
+# make test checks the quick sample). docs/mutation.md, "The floor".
+mutation-floor: $(STAMP)
+	$(BIN)/python tools/mutate_impl.py --floor full --workers 2 --out .duespec/mutation-floor.json
 
 bench: $(STAMP)
 	$(BIN)/duespec bench

@@ -81,3 +81,27 @@ def test_the_quick_floor_holds(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mutation floor quick:" in done.stdout and "HOLDS" in done.stdout
     assert len(json.loads(out.read_text(encoding="utf-8"))) == len(floor.sample("quick"))
+
+
+def test_the_figures_are_written_into_the_docs_block_only(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("intro\n<!-- mutation-floor full -->\nold\n<!-- /mutation-floor full -->\nafter\n", encoding="utf-8")
+    floor.write_figures(doc, "full", "python tools/mutate_impl.py --floor full", "9 killed of 9")
+    assert doc.read_text(encoding="utf-8") == (
+        "intro\n<!-- mutation-floor full -->\n```\n$ python tools/mutate_impl.py --floor full\n9 killed of 9\n```\n"
+        "<!-- /mutation-floor full -->\nafter\n")
+    with pytest.raises(ValueError, match="no block"):
+        floor.write_figures(doc, "quick", "x", "y")
+
+
+def test_the_docs_figures_are_the_floor_commands_output() -> None:
+    """docs/mutation.md's block is written by `--floor full --doc`, and names that command."""
+    text = (ROOT / "docs" / "mutation.md").read_text(encoding="utf-8")
+    block = text[text.index("<!-- mutation-floor full -->"):text.index("<!-- /mutation-floor full -->")]
+    assert "$ python tools/mutate_impl.py --floor full" in block
+    assert "mutation floor full:" in block
+
+
+def test_checks_a_cut_run_never_finished_are_said_and_count_as_survivors() -> None:
+    holds, said = floor.judge("full", 2, [_verdict("killed"), _verdict("killed")], unchecked=3)
+    assert holds and "2 killed of 2 checked (3 of the sample not checked: counted as survivors)" in said
