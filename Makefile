@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # one "not run" line at the end, and fails the run only under CI=true.
 SERVICES := $(BIN)/python tools/services.py run --
 
-.PHONY: install test test-long check stress-resonate-pg resonate-pg bench crash-test clean
+.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,9 @@ test: $(STAMP)
 test-long: $(STAMP)
 	$(SERVICES) $(BIN)/python -m pytest -q -n 2 -m "long or variants"
 
-# Everything duespec checks of itself, on embedded defaults: exit 0 when all holds.
-check: $(STAMP)
+# Everything duespec checks of itself, on embedded defaults: exit 0 when all holds. The
+# mutation floor first (docs/mutation.md, "The floor"), then the suite.
+check: $(STAMP) mutation-floor
 	$(BIN)/duespec suite
 
 # duespec stress against resonate-pg on a real PostgreSQL (CI runs it). Exit 2, "NOT CHECKED",
@@ -40,6 +41,12 @@ stress-resonate-pg: $(STAMP)
 # of resonatehq/resonate-pg at its pinned commit into .duespec/third_party/resonate-pg.
 resonate-pg: $(STAMP)
 	$(BIN)/python tools/services.py fetch-resonate-pg
+
+# The full mutation floor: a fixed sample of mutants of impl/ through the default campaigns,
+# its killed count held to tools/mutation-floor.txt (exit 1, the survivors listed, below it;
+# make test checks the quick sample). docs/mutation.md, "The floor".
+mutation-floor: $(STAMP)
+	$(BIN)/python tools/mutate_impl.py --floor full --workers 2 --out .duespec/mutation-floor.json
 
 bench: $(STAMP)
 	$(BIN)/duespec bench

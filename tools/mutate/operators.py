@@ -123,14 +123,25 @@ def mutated_source_tree(file: str, index: int) -> ast.Module:
     return ast.fix_missing_locations(mutated)  # type: ignore[arg-type]
 
 
+@lru_cache(maxsize=None)
+def _lines(file: str) -> tuple[str, ...]:
+    return tuple((ROOT / file).read_text(encoding="utf-8").splitlines())
+
+
+@lru_cache(maxsize=None)
+def _definitions(file: str) -> tuple[ast.AST, ...]:
+    return tuple(node for node in ast.walk(ast.parse((ROOT / file).read_text(encoding="utf-8")))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
 def source_line(file: str, line: int) -> str:
-    return (ROOT / file).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+    return _lines(file)[line - 1].strip()
 
 
 def enclosing_function(file: str, line: int) -> str:
     """The innermost def around `line` ("" at module level): the same text may recur."""
     name, best = "", 0
-    for node in ast.walk(ast.parse((ROOT / file).read_text(encoding="utf-8"))):
+    for node in _definitions(file):
         if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 and node.lineno <= line <= (node.end_lineno or node.lineno)):
             if node.lineno >= best:

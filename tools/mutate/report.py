@@ -18,7 +18,10 @@ def judged_equivalent(verdict: Verdict) -> str | None:
 
 def summary(verdicts: list[Verdict]) -> str:
     """Per file and in all: killed of non-equivalent, with a Wilson 95% interval; then the
-    same leaving out the survivors `check` cannot reach (OUT_OF_CHECK)."""
+    same leaving out the survivors `check` cannot reach (OUT_OF_CHECK); then the
+    hand-written mutants, per campaign seed."""
+    hand = [v for v in verdicts if v.hand is not None]
+    verdicts = [v for v in verdicts if v.hand is None]
     lines = []
     for file in [*FILES, None]:
         mine = [v for v in verdicts if file is None or v.file == file]
@@ -44,7 +47,20 @@ def summary(verdicts: list[Verdict]) -> str:
     lines += [f"  survived: {v.file}:{v.line} #{v.index} {v.description}: "
               f"{mutated_expression(v.file, v.index)}  in  {source_line(v.file, v.line)}"
               for v in open_survivors]
-    return "\n".join(lines)
+    return "\n".join(lines + hand_summary(hand))
+
+
+def hand_summary(verdicts: list[Verdict]) -> list[str]:
+    """Per campaign seed: how many hand-written mutants were killed, and the survivors by name
+    (none is judged equivalent: each is a bug a user would see)."""
+    lines = []
+    for seed in sorted({v.seed for v in verdicts}, key=lambda s: -1 if s is None else s):
+        mine = [v for v in verdicts if v.seed == seed]
+        killed = sum(v.killed for v in mine)
+        lines.append(f"hand-written mutants, seed {'default' if seed is None else seed}: "
+                     f"{killed} killed of {len(mine)}")
+        lines += [f"  survived: {v.hand} ({v.file}): {v.description}" for v in mine if not v.killed]
+    return lines
 
 
 def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:

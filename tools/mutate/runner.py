@@ -18,9 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mutate.independent import HandMutant, hand_mutant
 from mutate.operators import FILES, ROOT, Mutant, mutated_source_tree
 
-#: The command a child runs (`--child FILE INDEX TRACE_DIR MODE`).
+#: The command a child runs (`--child FILE INDEX TRACE_DIR MODE SEED`; INDEX `hand:NAME` for
+#: a hand-written mutant, SEED `default` for the campaign's own).
 COMMAND = ROOT / "tools" / "mutate_impl.py"
 #: CPU seconds one check may take before the mutant counts as hanging (killed): about 15
 #: times what the unmutated `duespec check schedules --profile all` takes. CPU, not wall
@@ -30,7 +32,7 @@ CPU_LIMIT = 600
 WALL_LIMIT = 4 * 3600
 
 
-def run_in_this_process(file: str, index: int, trace_dir: str, exact: bool) -> int:
+def run_in_this_process(file: str, index: int | str, trace_dir: str, exact: bool, seed: int | None = None) -> int:
     """Install the mutated module, then run the check (the child side of `check_mutant`).
 
     `exact` runs `duespec check SYSTEM --profile all` as a user would. Otherwise the same
@@ -47,10 +49,13 @@ def run_in_this_process(file: str, index: int, trace_dir: str, exact: bool) -> i
     assert spec is not None and spec.origin is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    exec(compile(mutated_source_tree(file, index), spec.origin, "exec"), module.__dict__)
+    source = hand_mutant(index.removeprefix("hand:")).source() if isinstance(index, str) else \
+        mutated_source_tree(file, index)
+    exec(compile(source, spec.origin, "exec"), module.__dict__)
     from duespec.cli import main
     from duespec.systems import get_system
-    common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir]
+    common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir,
+              *([] if seed is None else ["--seed", str(seed)])]
     if exact:
         return main(["check", FILES[file], "--profile", "all", *common])
     import duespec.campaigns.run as campaign_run
@@ -82,18 +87,24 @@ class Verdict:
     first_lines: str
     #: CPU seconds of the check's process (None in runs before this was recorded).
     cpu_seconds: float | None = None
+    #: The campaign's --seed (None: its default).
+    seed: int | None = None
+    #: A hand-written mutant's name (tools/mutate/independent.py); index is then -1.
+    hand: str | None = None
 
     @property
     def killed(self) -> bool:
         return self.outcome != "survived"
 
 
-def check_mutant(mutant: Mutant, exact: bool = False) -> Verdict:
+def check_mutant(mutant: Mutant | HandMutant, exact: bool = False, seed: int | None = None) -> Verdict:
+    """The verdict of the mutant's check (at campaign seed `seed`, or the default)."""
     started = time.perf_counter()
+    index = f"hand:{mutant.name}" if isinstance(mutant, HandMutant) else str(mutant.index)
     with tempfile.TemporaryDirectory(prefix="duespec-mutant-") as traces:
         try:
-            child = subprocess.Popen([sys.executable, str(COMMAND), "--child", mutant.file, str(mutant.index), traces,
-                                      "exact" if exact else "fast"],
+            child = subprocess.Popen([sys.executable, str(COMMAND), "--child", mutant.file, index, traces,
+                                      "exact" if exact else "fast", "default" if seed is None else str(seed)],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
                                      preexec_fn=_limit_cpu)
             output, _ = child.communicate(timeout=WALL_LIMIT)
@@ -108,9 +119,11 @@ def check_mutant(mutant: Mutant, exact: bool = False) -> Verdict:
     failed = re.search(r"^(DIVERGES|TARGET FAILED|FAILED): ", output, re.MULTILINE)
     outcome = ("survived" if code == 0 else "hung" if code is None else
                "killed" if code == 1 and failed else "broken")
-    return Verdict(mutant.file, mutant.index, mutant.line, mutant.description, outcome,
+    hand = isinstance(mutant, HandMutant)
+    return Verdict(mutant.file, -1 if hand else mutant.index, 0 if hand else mutant.line,
+                   mutant.bug if hand else mutant.description, outcome,
                    code, time.perf_counter() - started, "\n".join(output.splitlines()[:6]),
-                   float(cpu.group(1)) if cpu else None)
+                   float(cpu.group(1)) if cpu else None, seed, mutant.name if hand else None)
 
 
 def _limit_cpu() -> None:

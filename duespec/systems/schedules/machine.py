@@ -20,6 +20,7 @@ from duespec.limits import MAX_CATCH_UP_OCCURRENCES
 from duespec.model.schedules.clock import MAX_TIME, next_run
 from duespec.model.schedules.expand import expand
 from duespec.spec import schedules_properties as spec
+from duespec.systems.schedules.dialect import DialectAndCatchUp
 from duespec.systems.schedules.tasks import PromisesAndTasks
 from duespec.systems.schedules.adapter import DAY, HOUR, MINUTE
 from duespec.systems.schedules.ops import (
@@ -67,8 +68,9 @@ from duespec.systems.schedules.ops import (
 from duespec.targets.interface import Json
 
 
-class SchedulesMachine(PromisesAndTasks, ProtocolMachine):
-    """schedule.create/get/delete/search, promise.create/get, and the environment."""
+class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
+    """schedule.create/get/delete/search, promise.create/get, and the environment; every
+    cron feature and catch-up at every hour by rules of their own (dialect.py)."""
 
     system = "schedules"
     #: The opening sends each step only when its op is in the campaign (--ops/--skip-ops).

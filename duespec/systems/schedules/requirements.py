@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from duespec.systems.schedules.dialect import DIALECT_TAGS
 from duespec.systems.schedules.ops import FIELD_EDGES, MATRIX
 
 
@@ -74,6 +75,7 @@ REQUIRED_TAGS = frozenset({
     "SR-04.odd_now",
     *(f"SR-05.{field.replace('-', '_')}" for field in FIELD_EDGES),
     *(MATRIX.tag(*cell) for cell in MATRIX.cells),
+    *DIALECT_TAGS,  # SR-07, SR-08: every cron feature sent, catch-up at every hour
 })
 
 #: Why a profile's campaigns cannot reach a requirement (an ID) or one of its branches (a
