@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-long check bench crash-test clean
+.PHONY: install test test-long check bench crash-test pg-variants clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/duespec bench
+
+# examples/resonate-pg/README.md's commands against ten single-bug variants of resonate.sql, each
+# diffed with the unmodified server (tools/pg_variants/run.py; issue 40's Done-when; an hour or more).
+pg-variants: $(STAMP)
+	$(BIN)/python tools/pg_variants/run.py
 
 # SIGKILL durability of the file-backed schedules store at 1,000 kill points (make test runs 100).
 crash-test: $(STAMP)
