@@ -148,3 +148,12 @@ def test_every_variant_loads_into_postgresql(tmp_path):
             server.create_database(variant.name)
     finally:
         server.stop()
+
+
+def test_a_command_label_selects_that_command_alone(capsys):
+    assert runner.main(["--commands", "conform state", "--list"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("command ")]
+    assert len(listed) == 1 and "--profile" not in listed[0]
+    assert runner.main(["--commands", "conform", "--list"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("command ")]
+    assert len(listed) == 3

@@ -208,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="run this variant only (repeatable)")
     parser.add_argument("--commands", action="append", default=[], metavar="LABEL",
-                        help="run only the README commands whose label contains LABEL (repeatable): "
-                             "conform, response-only, state, deployed, replay, stress")
+                        help="run only the README command labelled LABEL, or those whose label contains it "
+                             "(repeatable): conform, 'conform state', response-only, deployed, replay, stress")
     parser.add_argument("--wall", type=float, default=DONE_WHEN_SECONDS,
                         help="seconds each command may run (default 300)")
     parser.add_argument("--logs", type=Path, help="keep each command's output here (default: a temp dir)")
@@ -218,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
 
     commands = readme_commands()
     if args.commands:
-        commands = [c for c in commands if any(sel in c.label for sel in args.commands)]
+        labels = {c.label for c in commands}
+        commands = [c for c in commands
+                    if any(c.label == sel if sel in labels else sel in c.label for sel in args.commands)]
         if not commands:
             print(f"run.py: no README command matches {args.commands}", file=sys.stderr)
             return 2
