@@ -89,6 +89,11 @@ def test_conform_lines_parsed_declared_and_slow_calls_set_aside():
     assert runner.findings_of(replay, "DIVERGES: traces/schedules/x.jsonl [schedules/lean] against t at step 1")[0] \
         == "DIVERGES: traces/schedules/x.jsonl [schedules/lean] against t at step 1"
     assert runner.findings_of(replay, "CONFIRMED: traces/schedules/crud.jsonl (0.1s)") == (None, False)
+    stress = runner.Command("stress", {}, ["stress", "schedules"], "")
+    assert runner.findings_of(stress, "NOT LINEARIZABLE: no order of the calls explains the answers: "
+                                      "2,000 calls of 16 clients, 258 independent parts") \
+        == ("NOT LINEARIZABLE", False)
+    assert runner.findings_of(stress, "LINEARIZABLE: an order of the calls explains every answer") == (None, False)
 
 
 def test_bad_usage_is_one_line_and_exit_2(capsys):
