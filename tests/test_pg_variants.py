@@ -105,6 +105,24 @@ def test_bad_usage_is_one_line_and_exit_2(capsys):
     assert "settle_overwrites_settled" in capsys.readouterr().out
 
 
+def test_a_command_past_its_wall_is_stopped_and_what_it_reports_on_stop_counts(tmp_path):
+    """SIGTERM at the wall limit; a finding printed in reply is credited at the limit, one
+    printed before at its own time; the run counts as stopped, not as an exit code."""
+    script = ("import signal, sys, time\n"
+              "def stop(*_):\n"
+              "    print('DIVERGES: late.jsonl at step 2', flush=True); sys.exit(1)\n"
+              "signal.signal(signal.SIGTERM, stop)\n"
+              "print('DIVERGES: early.jsonl at step 1', flush=True)\n"
+              "time.sleep(60)\n")
+    command = runner.Command("replay", {}, ["-c", script], "python -c ...")
+    outcome = runner.run_command(command, "dsn", 3.0, tmp_path / "log", program=sys.executable)
+    assert outcome.returncode is None
+    assert set(outcome.findings) == {"DIVERGES: early.jsonl at step 1", "DIVERGES: late.jsonl at step 2"}
+    assert outcome.findings["DIVERGES: early.jsonl at step 1"] < 3.0
+    assert outcome.findings["DIVERGES: late.jsonl at step 2"] == 3.0
+    assert outcome.seconds < 30
+
+
 def _rpc(dsn: str, request: dict) -> dict:
     import psycopg
 
