@@ -169,6 +169,9 @@ def run_command(command: Command, dsn: str, wall: float, log: Path, program: str
                 process.wait()
             finally:
                 timer.cancel()
+                if process.poll() is None:  # interrupted: never leave a campaign running
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
         outcome.seconds = time.monotonic() - start
         outcome.returncode = None if stopped.is_set() else process.returncode
         return outcome
