@@ -142,11 +142,12 @@ def run_command(command: Command, dsn: str, wall: float, log: Path, program: str
                 os.symlink(entry, Path(cwd) / entry.name)
         env = {**os.environ, **command.env, "RESONATE_PG_DSN": dsn}
         duespec = program or str(Path(sys.executable).with_name("duespec"))
+        argv = [_expand(word, env) for word in command.argv]
         outcome = Outcome(command, None, 0.0, wall)
         start = time.monotonic()
         with open(log, "w") as out:
             out.write(f"$ {command.text}\n")
-            process = subprocess.Popen([duespec, *command.argv], cwd=cwd, env=env, text=True,
+            process = subprocess.Popen([duespec, *argv], cwd=cwd, env=env, text=True,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        start_new_session=True)
             stopped = threading.Event()
@@ -175,6 +176,12 @@ def run_command(command: Command, dsn: str, wall: float, log: Path, program: str
         outcome.seconds = time.monotonic() - start
         outcome.returncode = None if stopped.is_set() else process.returncode
         return outcome
+
+
+def _expand(word: str, env: dict[str, str]) -> str:
+    """Every $NAME and ${NAME} of a README word from the environment (the DSN above all); quoting
+    is not tracked: the README quotes no dollar sign it means literally."""
+    return re.sub(r"\$(?:\{(\w+)\}|(\w+))", lambda m: env.get(m.group(1) or m.group(2), ""), word)
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
