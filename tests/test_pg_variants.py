@@ -101,6 +101,9 @@ def test_bad_usage_is_one_line_and_exit_2(capsys):
     assert runner.main(["--only", "no_such_variant"]) == 2
     assert "unknown variant no_such_variant" in capsys.readouterr().err
     assert runner.main(["--commands", "no_such_command"]) == 2
+    kept = ROOT / "tests" / "test_pg_variants.py"
+    assert runner.main(["--logs", str(kept.parent), "--only", "catchup_strict_bound"]) == 2
+    assert "not an empty directory" in capsys.readouterr().err
     assert runner.main(["--list"]) == 0
     assert "settle_overwrites_settled" in capsys.readouterr().out
 

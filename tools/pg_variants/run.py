@@ -275,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     except pg_support.PostgresUnavailable as error:
         print(f"run.py: {error}", file=sys.stderr)
         return 2
+    if args.logs is not None and args.logs.exists() and (not args.logs.is_dir() or any(args.logs.iterdir())):
+        print(f"run.py: --logs {args.logs} exists and is not an empty directory (its files are never "
+              f"overwritten)", file=sys.stderr)
+        return 2
     logs = args.logs or Path(tempfile.mkdtemp(prefix="pg-variants-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
     print(f"logs: {logs}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; wall {args.wall:.0f}s a command "
@@ -287,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
             path = variant_defs.write_variant(variant, original, Path(sql_dir))
             try:
                 outcomes = run_server(path, commands, args.wall, logs, variant.name)
+            except pg_support.PostgresUnavailable as error:
+                print(f"run.py: {error}", file=sys.stderr)
+                return 2
             except Exception as error:  # psycopg raises its own errors when the file does not load
                 print(f"run.py: variant {variant.name} did not load: {error}", file=sys.stderr)
                 return 2
