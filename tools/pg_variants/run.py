@@ -12,6 +12,12 @@ a replay divergence, a stress verdict), or fails where the unmodified server pas
     python tools/pg_variants/run.py --only catchup_strict_bound --commands response-only
     python tools/pg_variants/run.py --list                # the variants and the commands
 
+A limit: "the unmodified server did not show it" means within the unmodified run's wall (twice
+the variant's). A campaign slowed by the machine's load reaches its later classes later, so a
+known difference the unmodified run did not reach in time can read as new; check a detection by
+replaying the trace its log names against the unmodified server (`duespec replay`) before
+trusting it.
+
 Exit 0 only when issue 40's Done-when holds: of the ten variants, at least 9 found, at least
 8 by a `conform` command, each within 300 s of its command's start. 1 otherwise (a subset of
 variants can never pass), 2 bad usage or no PostgreSQL / resonate.sql.
