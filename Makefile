@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # one "not run" line at the end, and fails the run only under CI=true.
 SERVICES := $(BIN)/python tools/services.py run --
 
-.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg bench crash-test clean
+.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg pg-variants bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ mutation-floor: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/duespec bench
+
+# examples/resonate-pg/README.md's commands against ten single-bug variants of resonate.sql, each
+# diffed with the unmodified server (tools/pg_variants/run.py; issue 40's Done-when; an hour or more).
+pg-variants: $(STAMP)
+	$(SERVICES) $(BIN)/python tools/pg_variants/run.py
 
 # SIGKILL durability of the file-backed schedules store at 1,000 kill points (make test runs 100).
 crash-test: $(STAMP)
