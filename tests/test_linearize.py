@@ -666,6 +666,38 @@ def test_timers_left_out_by_a_later_read_are_fired_by_the_search(tmp_path: Path)
     assert check_history(History(valid.header, early), shrink=False).status == "not linearizable"
 
 
+def test_a_timeout_fired_before_a_call_pinned_earlier_arrived_is_placed_by_the_search(tmp_path: Path) -> None:
+    """Stress pins each request from one shared clock, so a request pinned at 100 ms can
+    reach the server after a tick pinned at 500 ms. Here that tick times the promise out
+    (due at 300) and the late read, pinned at 100, sees it timed out; a read pinned at 500
+    runs beside them. Exported without the tick, the search must fire the timeout before
+    the read of the earlier `now` (a stress run's export failed on exactly this). With no
+    request ever pinned past 300, nothing could have moved the clock there: caught."""
+    from duespec.systems.schedules import ImplTarget
+
+    target = ImplTarget()
+    target.reset(CONFIG)
+    script = [("a", "promise.create", {"id": "x", "timeoutAt": T + 300, "param": VALUE, "tags": TARGETED}, 0, 0),
+              ("t", "tick", {}, 500, 10),
+              ("b", "promise.get", {"id": "x"}, 100, 11),
+              ("c", "promise.get", {"id": "x"}, 500, 12)]
+    events = []
+    for client, op, args, now, arrival in script:
+        answer = target.step(op, args, T + now)
+        events.append(Event(client, op, args, (T + arrival) * NS, (T + 20 + arrival) * NS, T + arrival,
+                            T + 20 + arrival, "ok", answer, T + now))
+    target.close()
+    assert events[2].response["promise"]["state"] == "rejected_timedout"
+    history = History(HistoryHeader("schedules", "pinned", CONFIG), events)
+    assert check_history(history).status == "linearizable"
+    valid = exported(history, tmp_path / "late.history")
+    assert [e.now for e in valid.events] == [T, T + 100, T + 500]
+    verdict = check_history(valid, budget=60)
+    assert verdict.status == "linearizable", describe(verdict)
+    never_reached = History(valid.header, valid.events[:2])
+    assert check_history(never_reached, budget=60, shrink=False).status == "not linearizable"
+
+
 def test_the_command_imports_no_other_command(tmp_path: Path) -> None:
     """`duespec linearize` starts without importing the other commands (the campaigns, the
     HTTP server and client): what its start-up costs is its own."""

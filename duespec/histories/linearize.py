@@ -25,8 +25,10 @@ Two clocks (docs/linearize.md, "How the search works"):
 
 Under the pinned clock the server fires timeouts only when a `tick` is recorded, except
 in a file whose format leaves internal steps out (a Resonate valid/ file): there the
-search places the tick itself, once a timeout is due, and no call with an earlier `now`
-may follow it.
+search places the tick itself, once a timeout is due and a request pinned at or past
+that instant was placed or runs beside it (the server's clock is what its requests
+pinned); a call after the tick may still carry an earlier `now`, its request pinned
+before the tick's and arriving after it.
 
 A call whose outcome is unknown may have taken effect at any instant after its call, or
 never; it is given an unbounded return, and the search is done when every call of known
@@ -434,11 +436,10 @@ class _Search:
                  clock: float) -> Iterator[tuple[int | None, int]]:
         window, min_hi = self._window(*frontier)
         if self.clock == "pinned":
-            # `clock` is the floor internal steps leave: a call may follow a timeout the
-            # server fired at `t` only if it carried a `now` of t or later.
+            # Each call steps at its own `now`; `clock` is the latest `now` placed so far,
+            # the furthest the server's clock is known to have gone.
             for i in window:
-                if self.events[i].now >= clock:
-                    yield i, self.events[i].now
+                yield i, self.events[i].now
             if self.background:
                 yield from self.background_steps(target, window, clock)
             return
@@ -459,19 +460,25 @@ class _Search:
                 yield None, first
                 yield from ((None, t) for t in self.tick_instants(target, key, window, first, last))
 
-    def background_steps(self, target: Any, window: list[int], floor: float) -> Iterator[tuple[None, int]]:
-        """Under the pinned clock, where a timeout is due: the server's own tick at the
-        instant it is due (or the floor, if later), and at each `now` of a call that may
-        go next past that (a tick's own instant matters: a lease fired late re-arms its
-        retry from then). After it, every call placed carries a `now` no earlier: so a
-        firing a call observes before its due instant (a lease cut short) still fails."""
+    def background_steps(self, target: Any, window: list[int], latest: float) -> Iterator[tuple[None, int]]:
+        """Under the pinned clock, where a timeout is due and the server's clock may have
+        reached it: the server's own tick at the instant it is due, and at each later
+        `now` of a call placed or that may go next (a tick's own instant matters: a lease
+        fired late re-arms its retry from then). A pinned server's clock is what its
+        requests pinned, so a tick at `t` needs a request of a `now` at or past `t` placed
+        before it or running beside it (`latest`, the window): a firing a call observes
+        before any request could have moved the clock there (a lease cut short) still
+        fails. A call after the tick may still carry an earlier `now` (its request was
+        pinned before the tick's and arrived after it), as in the recorded history."""
         due = self.hooks.next_timer(target.observe())
         if due is None:
             return
-        first = max(due, floor)
-        yield None, int(first)
-        later = sorted({self.events[i].now for i in window if self.events[i].now > first})
-        yield from ((None, t) for t in later)
+        instants = {self.events[i].now for i in window}
+        instants.add(int(latest))
+        if max(instants) < due:
+            return
+        yield None, int(due)
+        yield from ((None, t) for t in sorted(instants) if t > due)
 
     def run(self) -> _Result:
         root = self.fresh()
@@ -551,7 +558,12 @@ class _Search:
                     unknowns |= 1 << position[i]
                 else:
                     lo, extra = self.place(lo, extra, i)
-            new_clock = now if self.clock == "real" or i is None else clock
+            if self.clock == "real":
+                new_clock = now
+            elif self.background:  # the latest `now` of the calls placed: when a tick may come
+                new_clock = clock if i is None or now <= clock else now
+            else:  # pinned, every tick recorded: the clock plays no part
+                new_clock = clock
             memo = (lo, extra, new_key, new_clock)
             if any_unknown:
                 earlier = seen.get(memo)
