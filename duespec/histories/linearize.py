@@ -69,7 +69,7 @@ from typing import Any, Iterator
 import orjson
 
 from duespec.histories.format import Event, History
-from duespec.systems import get_system
+from duespec.systems import get_system, model_of
 from duespec.systems.concurrent import Concurrency, concurrency_of
 from duespec.judge import answers_agree
 from duespec.targets.interface import comparable, same_json
@@ -274,7 +274,7 @@ class _Search:
         #: Pinned clock: the server fired due timeouts by itself where the history does not
         #: say (a Resonate valid/ file leaves internal steps out), so the search places them.
         self.background = background and clock == "pinned" and self.hooks.tick is not None
-        self.factory = get_system(system).model
+        self.factory = model_of(system)
         n = len(self.events)
         self.call_ns = [e.call_ns for e in self.events]
         self.ret_ns = [e.return_ns if e.outcome == "ok" else _INF for e in self.events]
@@ -859,7 +859,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     started = time.monotonic()
     system, clock = history.header.system, history.header.clock
     config = _config_of(history, profile)
-    fresh = get_system(system).model()
+    fresh = model_of(system)()
     try:
         fresh.reset(config)  # a config the model refuses is bad input, said before any search
     finally:
