@@ -717,14 +717,16 @@ def test_a_timeout_fired_before_a_call_pinned_earlier_arrived_is_placed_by_the_s
 
 def test_the_command_imports_no_other_command(tmp_path: Path) -> None:
     """`duespec linearize` starts without importing the other commands (the campaigns, the
-    HTTP server and client): what its start-up costs is its own."""
+    HTTP server and client), nor what only a campaign uses (Hypothesis, the lockstep
+    machine, the implementation): what its start-up costs is its own."""
     path = write(tmp_path / "h.ndjson", generate(seed=1, ops=10))
     run = subprocess.run([sys.executable, "-X", "importtime", "-m", "duespec", "linearize", path],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
     assert "duespec.histories.linearize" in imported
-    for other in ("duespec.campaigns.conform", "duespec.wire.serve", "duespec.histories.stress", "aiohttp"):
+    for other in ("duespec.campaigns.conform", "duespec.wire.serve", "duespec.histories.stress", "aiohttp",
+                  "hypothesis", "duespec.systems.machine", "duespec.systems.schedules.ops", "duespec.impl"):
         assert other not in imported, other
 
 # ---- recorded ticks: checked part by part, by what they fired ------------------------------
