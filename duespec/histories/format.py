@@ -24,7 +24,7 @@ from typing import IO, Any
 import orjson
 
 from duespec.limits import InputError, JsonLines, open_regular
-from duespec.systems import get_system, names
+from duespec.systems import names, operations_of
 
 Json = Any
 
@@ -152,7 +152,7 @@ def check_event(value: Json, header: HistoryHeader, where: str, line: int | None
     client, op, args = value["client"], value["op"], value["args"]
     if type(client) is not str or not client:
         raise bad(f"client must be a non-empty string, got {client!r}")
-    operations = get_system(header.system).operations
+    operations = operations_of(header.system)
     if type(op) is not str or op not in operations:
         raise bad(f"unknown op {op!r} for {header.system}")
     if type(args) is not dict:

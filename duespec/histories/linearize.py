@@ -25,8 +25,10 @@ Two clocks (docs/linearize.md, "How the search works"):
 
 Under the pinned clock the server fires timeouts only when a `tick` is recorded, except
 in a file whose format leaves internal steps out (a Resonate valid/ file): there the
-search places the tick itself, once a timeout is due, and no call with an earlier `now`
-may follow it.
+search places the tick itself, once a timeout is due and a request pinned at or past
+that instant was placed or runs beside it (the server's clock is what its requests
+pinned); a call after the tick may still carry an earlier `now`, its request pinned
+before the tick's and arriving after it.
 
 A call whose outcome is unknown may have taken effect at any instant after its call, or
 never; it is given an unbounded return, and the search is done when every call of known
@@ -67,7 +69,7 @@ from typing import Any, Iterator
 import orjson
 
 from duespec.histories.format import Event, History
-from duespec.systems import get_system
+from duespec.systems import get_system, model_of
 from duespec.systems.concurrent import Concurrency, concurrency_of
 from duespec.judge import answers_agree
 from duespec.targets.interface import comparable, same_json
@@ -272,7 +274,7 @@ class _Search:
         #: Pinned clock: the server fired due timeouts by itself where the history does not
         #: say (a Resonate valid/ file leaves internal steps out), so the search places them.
         self.background = background and clock == "pinned" and self.hooks.tick is not None
-        self.factory = get_system(system).model
+        self.factory = model_of(system)
         n = len(self.events)
         self.call_ns = [e.call_ns for e in self.events]
         self.ret_ns = [e.return_ns if e.outcome == "ok" else _INF for e in self.events]
@@ -434,11 +436,10 @@ class _Search:
                  clock: float) -> Iterator[tuple[int | None, int]]:
         window, min_hi = self._window(*frontier)
         if self.clock == "pinned":
-            # `clock` is the floor internal steps leave: a call may follow a timeout the
-            # server fired at `t` only if it carried a `now` of t or later.
+            # Each call steps at its own `now`; `clock` is the latest `now` placed so far,
+            # the furthest the server's clock is known to have gone.
             for i in window:
-                if self.events[i].now >= clock:
-                    yield i, self.events[i].now
+                yield i, self.events[i].now
             if self.background:
                 yield from self.background_steps(target, window, clock)
             return
@@ -459,19 +460,25 @@ class _Search:
                 yield None, first
                 yield from ((None, t) for t in self.tick_instants(target, key, window, first, last))
 
-    def background_steps(self, target: Any, window: list[int], floor: float) -> Iterator[tuple[None, int]]:
-        """Under the pinned clock, where a timeout is due: the server's own tick at the
-        instant it is due (or the floor, if later), and at each `now` of a call that may
-        go next past that (a tick's own instant matters: a lease fired late re-arms its
-        retry from then). After it, every call placed carries a `now` no earlier: so a
-        firing a call observes before its due instant (a lease cut short) still fails."""
+    def background_steps(self, target: Any, window: list[int], latest: float) -> Iterator[tuple[None, int]]:
+        """Under the pinned clock, where a timeout is due and the server's clock may have
+        reached it: the server's own tick at the instant it is due, and at each later
+        `now` of a call placed or that may go next (a tick's own instant matters: a lease
+        fired late re-arms its retry from then). A pinned server's clock is what its
+        requests pinned, so a tick at `t` needs a request of a `now` at or past `t` placed
+        before it or running beside it (`latest`, the window): a firing a call observes
+        before any request could have moved the clock there (a lease cut short) still
+        fails. A call after the tick may still carry an earlier `now` (its request was
+        pinned before the tick's and arrived after it), as in the recorded history."""
         due = self.hooks.next_timer(target.observe())
         if due is None:
             return
-        first = max(due, floor)
-        yield None, int(first)
-        later = sorted({self.events[i].now for i in window if self.events[i].now > first})
-        yield from ((None, t) for t in later)
+        instants = {self.events[i].now for i in window}
+        instants.add(int(latest))
+        if max(instants) < due:
+            return
+        yield None, int(due)
+        yield from ((None, t) for t in sorted(instants) if t > due)
 
     def run(self) -> _Result:
         root = self.fresh()
@@ -551,7 +558,12 @@ class _Search:
                     unknowns |= 1 << position[i]
                 else:
                     lo, extra = self.place(lo, extra, i)
-            new_clock = now if self.clock == "real" or i is None else clock
+            if self.clock == "real":
+                new_clock = now
+            elif self.background:  # the latest `now` of the calls placed: when a tick may come
+                new_clock = clock if i is None or now <= clock else now
+            else:  # pinned, every tick recorded: the clock plays no part
+                new_clock = clock
             memo = (lo, extra, new_key, new_clock)
             if any_unknown:
                 earlier = seen.get(memo)
@@ -847,7 +859,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     started = time.monotonic()
     system, clock = history.header.system, history.header.clock
     config = _config_of(history, profile)
-    fresh = get_system(system).model()
+    fresh = model_of(system)()
     try:
         fresh.reset(config)  # a config the model refuses is bad input, said before any search
     finally:

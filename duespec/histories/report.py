@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from duespec.histories.format import Event
-from duespec.systems import get_system
+from duespec.systems import model_of
 from duespec.systems.concurrent import concurrency_of
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def replay_prefix(verdict: Verdict) -> tuple[dict[str, Json], dict[str, Json], d
     cx = verdict.counterexample
     assert cx is not None
     by_index = dict(zip(cx.original, cx.events))
-    model = get_system(verdict.system).model()
+    model = model_of(verdict.system)()
     model.reset(verdict.config)
     tick = concurrency_of(verdict.system).tick
     try:

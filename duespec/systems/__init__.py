@@ -14,12 +14,14 @@ import importlib
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from duespec.exits import UsageError
-from duespec.systems.machine import ProtocolMachine
 from duespec.targets.interface import TargetFactory
-from duespec.targets.namespaced import Namespacing
+
+if TYPE_CHECKING:  # a campaign's (Hypothesis); the registry is read by commands that run none
+    from duespec.systems.machine import ProtocolMachine
+    from duespec.targets.namespaced import Namespacing
 
 #: The systems duespec ships: name -> the module whose SYSTEM describes it.
 BUILT_IN = {"duebook": "duespec.systems.duebook", "schedules": "duespec.systems.schedules"}
@@ -204,6 +206,22 @@ def system_argument(text: str) -> str:
 #: The help of a SYSTEM argument: its choices, built in and added.
 SYSTEM_HELP = (f"the system to check: {' or '.join(BUILT_IN)} (or one added through DUESPEC_SYSTEMS: "
                f"docs/architecture.md)")
+
+
+def model_of(name: str) -> TargetFactory:
+    """The reference model of system `name`: `get_system(name).model`, without importing
+    what only a campaign uses (Hypothesis, the implementation), which a built-in system's
+    package leaves to its SYSTEM. What `duespec linearize` needs, and all it loads."""
+    if name in BUILT_IN:
+        return importlib.import_module(BUILT_IN[name]).ModelTarget
+    return get_system(name).model
+
+
+def operations_of(name: str) -> dict[str, tuple[str, ...]]:
+    """`get_system(name).operations`, loading as little as model_of does."""
+    if name in BUILT_IN:
+        return importlib.import_module(BUILT_IN[name]).OPERATIONS
+    return get_system(name).operations
 
 
 def get_system(name: str) -> System:

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from duespec.impl.schedules_records import MAX_TIME
+from duespec.model.schedules.clock import MAX_TIME  # the protocol's last instant, as the spec bounds it
 from duespec.limits import nested_deeper
 
 Json = Any

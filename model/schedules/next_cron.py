@@ -7,11 +7,13 @@ it reads differently. Obviously right rather than fast: impl/cron.py is the fast
 from __future__ import annotations
 
 from functools import lru_cache
-
-from croniter import croniter
+from typing import TYPE_CHECKING
 
 from duespec.coverage import reached
 from duespec.spec.cron_dialect import HORIZON_MS, MINUTE_MS, parse
+
+if TYPE_CHECKING:
+    from croniter import croniter
 
 
 def next_cron(cron: str, after_ms: int) -> int:
@@ -55,7 +57,11 @@ def _both_days_restricted(cron: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _iterator(cron: str) -> croniter:
-    """Parsing costs croniter ~200 us, so keep one object per expression and set its start."""
+    """Parsing costs croniter ~200 us, so keep one object per expression and set its start.
+    croniter is imported here, at the first schedule, not with the model: loading it costs
+    more than a whole `duespec linearize` of a history without schedules."""
+    from croniter import croniter
+
     return croniter(cron.strip(" \t"), 0)
 
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING
 
-from duespec.impl.schedules import ScheduleServer, occurrences_due
-from duespec.impl.schedules_sql import StoreInUse
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
 from duespec.model import schedules as model
 from duespec.model.schedules.clock import MAX_DURATION, MAX_TIME
 from duespec.targets.interface import Json
+
+if TYPE_CHECKING:
+    from duespec.impl.schedules import ScheduleServer
 
 PROFILES = ("lean", "server", "deployed")
 DEFAULT_RETRY_TIMEOUT = 5000
@@ -93,6 +95,8 @@ def refuse_long_catch_up(state: model.ServerState, op: str, args: Json, now: Jso
     owed = [s for s in owed if s.next_run_at <= now]
     if sum((now - s.next_run_at) // MINUTE + 1 for s in owed) <= MAX_CATCH_UP_OCCURRENCES:
         return  # a cron fires at most once a minute: no need to count
+    from duespec.impl.schedules import occurrences_due  # here: the model's path never needs impl/ otherwise
+
     budget = MAX_CATCH_UP_OCCURRENCES
     for s in owed:
         budget -= occurrences_due(s.cron, s.next_run_at, now, budget)
@@ -120,8 +124,11 @@ class ImplTarget:
 
     `server` may be a subclass of ScheduleServer: the mutation tests plant bugs that way."""
 
-    def __init__(self, server: type[ScheduleServer] = ScheduleServer) -> None:
-        self.server_class = server
+    def __init__(self, server: type[ScheduleServer] | None = None) -> None:
+        # impl/ imported here, not at the top: a model-only user (`duespec linearize`) never pays for it
+        from duespec.impl.schedules import ScheduleServer
+
+        self.server_class = server or ScheduleServer
         self.server: ScheduleServer | None = None
         self.scratch: str | None = None
         self.path, self.config, self.steps = ":memory:", model.Config(), 0
@@ -151,6 +158,8 @@ class ImplTarget:
         return self.server.handle(op, args, now)
 
     def restart(self, *, named: bool) -> None:
+        from duespec.impl.schedules_sql import StoreInUse
+
         assert self.server is not None
         try:
             second = self.open(named=True)

@@ -16,34 +16,8 @@ from duespec.spec import cron_dialect
 from duespec.spec.cron_dialect import ALIASES
 from duespec.systems import MalformationMatrix
 from duespec.systems.schedules.adapter import DAY, DEFAULT_RETRY_TIMEOUT, HOUR, MINUTE
+from duespec.systems.schedules.operations import OPERATIONS
 
-#: Argument names of each op, exactly as docs/operations.md lists them.
-OPERATIONS: dict[str, tuple[str, ...]] = {
-    "schedule.create": ("id", "cron", "promiseId", "promiseTimeout", "promiseParam", "promiseTags"),
-    "schedule.get": ("id",),
-    "schedule.delete": ("id",),
-    "schedule.search": ("tags", "limit", "cursor"),
-    "promise.create": ("id", "timeoutAt", "param", "tags"),
-    "promise.get": ("id",),
-    "promise.settle": ("id", "state", "value"),
-    "promise.register_callback": ("awaited", "awaiter"),
-    "promise.register_listener": ("awaited", "address"),
-    "promise.search": ("state", "tags", "limit", "cursor"),
-    "task.get": ("id",),
-    "task.create": ("pid", "ttl", "action"),
-    "task.acquire": ("id", "version", "pid", "ttl"),
-    "task.fence": ("id", "version", "action"),
-    "task.heartbeat": ("pid", "tasks"),
-    "task.suspend": ("id", "version", "actions"),
-    "task.fulfill": ("id", "version", "action"),
-    "task.release": ("id", "version"),
-    "task.halt": ("id",),
-    "task.continue": ("id",),
-    "task.search": ("state", "limit", "cursor"),
-    "schedule.timeout": ("id",),
-    "promise.timeout": ("id",),
-    "tick": (),
-}
 
 #: 2025-01-01T00:00:00Z.
 EPOCH_2025 = 1_735_689_600_000
