@@ -301,7 +301,7 @@ def test_sigterm_while_a_slow_failure_is_shrunk_keeps_it_in_the_report_and_json(
     written = json.loads(report.read_text())
     assert written["exit"] == 1
     [campaign] = written["campaigns"]
-    assert [finding["label"] for finding in campaign["findings"]] == ["response claim $.error [D-09]"]
+    assert [finding["label"] for finding in campaign["findings"]] == ["response claim $.error [D-09] via D-09.not_due"]
     assert "not replayed from a reset" in campaign["findings"][0]["summary"]
 
 
@@ -343,7 +343,7 @@ def test_a_process_group_sigterm_with_jobs_keeps_what_the_workers_found(tmp_path
     assert "interrupted" not in err and "CUT SHORT by SIGTERM" in out.splitlines()[0], out[:2000] + err
     written = json.loads(report.read_text())
     assert written["exit"] == 1
-    assert [finding["label"] for finding in written["campaigns"][0]["findings"]] == ["response claim $.error [D-09]"]
+    assert [finding["label"] for finding in written["campaigns"][0]["findings"]] == ["response claim $.error [D-09] via D-09.not_due"]
 
 class LoadedClock:
     """time.perf_counter on a machine so loaded that every reading is 1,000 s after the last."""

@@ -78,9 +78,9 @@ def test_a_retry_sent_again_is_one_more_message_not_the_same_one() -> None:
 
 def test_a_difference_is_a_messages_class_named_by_the_step_requirements() -> None:
     step = {"i": 0, "op": "promise.create", "args": {}, "now": T0, "result": {}}
-    verdict = messages_verdict(step, [[]], [execute("p")], ("P-02",))
+    verdict = messages_verdict(step, [[]], [execute("p")], ("P-02.expired_at_creation",))
     assert isinstance(verdict, Difference)
-    assert verdict.divergence_class.label() == "messages promise.create $ [P-02]"
+    assert verdict.divergence_class.label() == "messages promise.create $ [P-02] via P-02.expired_at_creation"
     assert "expected messages: []" in verdict.describe()
     versions = messages_verdict(step, [[execute("p")]], [execute("p", version=3)], ("P-02",))
     assert isinstance(versions, Difference) and versions.path == "$[].message.version"
@@ -158,11 +158,17 @@ def _judge_on(server_class: type[ScheduleServer], *steps: tuple[str, dict, int])
         return verdict
 
 
+#: The class of an execute sent for a promise created already expired: the model's branch
+#: (its cause) is the expired creation, whose task is timed out at once.
+EXPIRED_DISPATCH = ("messages promise.create $ [P-02] via P-02.expired_at_creation, "
+                    "P-02.expired_at_creation_task")
+
+
 def test_the_planted_dispatch_bug_shows_in_the_messages_alone() -> None:
     op, args = create("late", T0 - 1)
     verdict = _judge_on(DispatchesExpired, (op, args, T0))
     assert isinstance(verdict, Difference), verdict
-    assert verdict.divergence_class.label() == "messages promise.create $ [P-02]"
+    assert verdict.divergence_class.label() == EXPIRED_DISPATCH
     assert verdict.actual == [execute("late")] and verdict.expected == []
     assert _judge_on(ScheduleServer, (op, args, T0)) is None
 
@@ -181,7 +187,7 @@ def test_conform_response_only_finds_the_planted_dispatch_bug_in_serve(tmp_path,
     code = _conform_serve(DispatchesExpired, tmp_path, "300")
     out = capsys.readouterr().out
     assert code == 1, out[-3000:]
-    assert "class 1 of 1: messages promise.create $ [P-02] (not declared)" in out, out[-3000:]
+    assert f"class 1 of 1: {EXPIRED_DISPATCH} (not declared)" in out, out[-3000:]
 
 
 @pytest.mark.long
@@ -228,7 +234,7 @@ def test_a_stdio_program_sending_a_wrong_message_is_caught() -> None:
             judge.reset(LEAN)
             _, verdict = judge.step(*create("late", T0 - 1), T0)
         assert isinstance(verdict, Difference)
-        assert verdict.divergence_class.label() == "messages promise.create $ [P-02]"
+        assert verdict.divergence_class.label() == EXPIRED_DISPATCH
     finally:
         factory.close()
 
@@ -280,7 +286,8 @@ def test_what_a_request_masked_by_a_found_class_sent_is_that_class_consequence()
                           tags=tags, masks=masks)
         judge.reset(LEAN)
         _, first = judge.step(op, args, T0)
-        assert isinstance(first, Difference) and first.divergence_class.label() == "response promise.create $.status [P-02]"
+        assert isinstance(first, Difference)
+        assert first.divergence_class.label() == "response promise.create $.status [P-02] via P-02.invalid"
         masks.add(first.divergence_class)
         judge.reset(LEAN)
         _, again = judge.step(op, args, T0)

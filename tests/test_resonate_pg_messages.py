@@ -103,7 +103,8 @@ def test_unmodified_resonate_pg_sends_nothing_for_a_promise_created_expired(post
 def test_the_planted_dispatch_bug_shows_in_the_messages_alone(postgres, planted_sql) -> None:
     verdict = _last_verdict(postgres.create_database("m_planted", planted_sql), (*create("late", T0 - 1), T0))
     assert isinstance(verdict, Difference), verdict
-    assert verdict.divergence_class.label() == "messages promise.create $ [P-02]"
+    assert verdict.divergence_class.label() == ("messages promise.create $ [P-02] via P-02.expired_at_creation, "
+                                                "P-02.expired_at_creation_task")
     assert verdict.actual == [execute("late")] and verdict.expected == []
 
 

@@ -129,9 +129,10 @@ def check_all(bugs: list[str | None], workers: int = 2) -> list[VariantVerdict]:
     A variant runs with `--max-classes 1`: the default campaign's first search is exactly
     this one (same seed, nothing masked yet), so its first class, counterexample, trace and
     replay command are the default campaign's; the searches it would go on to run for
-    further classes cannot undo a catch. The correct program runs the whole default."""
+    further classes cannot undo a catch. The correct program runs the whole default, its
+    report with the depth and coverage lines (--coverage): a HOLDS says how deep it looked."""
     with tempfile.TemporaryDirectory(prefix="duespec-variants-") as scratch:
-        jobs = [(bug, str(Path(scratch) / str(index)), () if bug is None else ("--max-classes", "1"))
+        jobs = [(bug, str(Path(scratch) / str(index)), ("--coverage",) if bug is None else ("--max-classes", "1"))
                 for index, bug in enumerate(bugs)]
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             return list(pool.map(_check_in_worker, jobs))
