@@ -44,8 +44,8 @@ def depth_of(out: str) -> dict[str, int]:
 def test_depth_zero_turns_deep_runs_off_and_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     """The default campaign's depth (hundreds of ids, over a thousand open) is asserted by
     tests/test_duebook_machine.py; here the knob's other end and its usage error."""
-    args = ["conform", "duebook", "--target", "impl", "--examples", "100", "--progress", "0", "--no-coverage"]
-    assert main([*args, "--depth", "0"]) == 0
+    args = ["conform", "duebook", "--target", "impl", "--examples", "100", "--progress", "0"]
+    assert main([*args, "--depth", "0", "--coverage"]) == 0  # the depth line is part of the --coverage report
     shallow = depth_of(capsys.readouterr().out)
     assert shallow["open"] < 32 and shallow["ids"] < 64  # below DR-03 dozens open, far below DR-02
     with pytest.raises(SystemExit) as usage:

@@ -149,6 +149,10 @@ class DialectAndCatchUp:
             for tag in tags:
                 reached(tag)
         self.act("tick", {})  # type: ignore[attr-defined]
+        # the states compared after each catch-up, not only after the rule's last one: a
+        # catch-up that goes wrong is then found (and its run shrunk) at its own tick, not
+        # dozens of steps of later days on
+        self.invariants_hold()  # type: ignore[attr-defined]
         if self.act("schedule.delete", {"id": id})["status"] == 200:  # type: ignore[attr-defined]
             self.deleted.append(id)  # type: ignore[attr-defined]
 
