@@ -126,8 +126,12 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
     """One call from the pools, weighted toward the ones that contend on a task."""
     slot = rng.randrange(keys)
     id = shared.id_of(slot)
-    # Another id for a callback or a suspend: a task awaiting its own promise is no real state.
-    other = shared.id_of((slot + 1 + rng.randrange(max(keys - 1, 1))) % keys) if keys > 1 else f"{id}-o"
+    # The promise a callback, a suspend or a fence's settle names beside `id`: `id`'s own
+    # companion (a task awaiting its own promise is no real state). Always the same one, so a
+    # call naming two ids joins only `id`'s family: a companion drawn from the other slots
+    # would chain the slots' generations into one part too large to check (linearize
+    # compositionality: parts are cut by the keys their calls share).
+    other = f"{id}-f"
     roll = rng.random()
     if roll < shared.ticks:
         return "tick", {}
@@ -142,8 +146,9 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         return kind, {"id": "s" + id}
     kind = rng.choices(list(WEIGHTS), list(WEIGHTS.values()))[0]
     if kind == "promise.create":
-        # Every promise has a target, as an SDK's do: callbacks and suspensions may await it.
-        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((300, 1_000, 10_000, 600_000)), "param": VALUE,
+        # Every promise has a target, as an SDK's do: callbacks and suspensions may await it
+        # (a quarter of the creates make the companion they await).
+        return kind, {"id": id if rng.random() < 0.75 else other, "timeoutAt": now_ms + rng.choice((300, 1_000, 10_000, 600_000)), "param": VALUE,
                       "tags": {"resonate:target": "poll://any"}}
     if kind in ("promise.get", "task.get", "task.halt", "task.continue"):
         return kind, {"id": id}
@@ -165,7 +170,8 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         return kind, {"id": id, "version": shared.versions.get(id, 0), "pid": pid, "ttl": rng.choice((300, 60_000))}
     if kind == "task.heartbeat":
         mine = [task for task, holder in shared.holders.items() if holder == pid] or [id]
-        chosen = rng.sample(mine, min(len(mine), rng.choice((1, 2))))
+        # Two at once now and then: each joins the two tasks' parts.
+        chosen = rng.sample(mine, min(len(mine), rng.choice((1, 1, 1, 2))))
         return kind, {"pid": pid if rng.random() < 0.8 else rng.choice([*shared.holders.values(), pid]),
                       "tasks": [{"id": task, "version": _version(rng, shared, task)} for task in chosen]}
     held = [task for task, holder in shared.holders.items() if holder == pid]
@@ -178,9 +184,9 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         return kind, {"id": id, "version": version, "action": {"id": id, "state": "resolved", "value": VALUE}}
     if kind == "task.suspend":
         return kind, {"id": id, "version": version,
-                      "actions": [{"awaited": other if other != id else f"{id}-o", "awaiter": id}]}
+                      "actions": [{"awaited": other, "awaiter": id}]}
     if kind == "task.fence":
-        action = ({"kind": "create", "id": f"{id}-f", "timeoutAt": now_ms + 10_000, "param": VALUE, "tags": {}}
+        action = ({"kind": "create", "id": other, "timeoutAt": now_ms + 10_000, "param": VALUE, "tags": {}}
                   if rng.random() < 0.5 else
                   {"kind": "settle", "id": other, "state": "resolved", "value": VALUE})
         return kind, {"id": id, "version": version, "action": action}
@@ -188,8 +194,8 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
 
 
 def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
-    """What a worker tells the others: a task's version and holder, a task won, a promise
-    ended, a task a tick offered again."""
+    """What a worker tells the others: a task's version and holder (until it is let go),
+    a task won, a promise ended, a task a tick offered again."""
     response = response or {}
     task, promise = response.get("task"), response.get("promise")
     if isinstance(task, dict) and isinstance(task.get("id"), str) and type(task.get("version")) is int:
@@ -198,6 +204,8 @@ def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
             if isinstance(task.get("pid"), str):
                 shared.holders[task["id"]] = task["pid"]
             shared.move_on(task["id"])
+        elif task.get("state") not in (None, "acquired"):
+            shared.holders.pop(task["id"], None)  # released, suspended, done: held no more
     if isinstance(promise, dict) and isinstance(promise.get("id"), str) and promise.get("state") != "pending":
         shared.move_on(promise["id"])
         shared.holders.pop(promise["id"], None)
