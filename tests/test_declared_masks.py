@@ -11,6 +11,7 @@ undeclared difference.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,16 @@ def test_a_declared_tick_answer_does_not_hide_a_catch_up_that_stops_early(
 
 def test_the_harmless_difference_alone_holds_with_every_run_taken_to_its_end(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = conform(tmp_path, "OnlyTheTickAnswerDiffers")
+    code = conform(tmp_path, "OnlyTheTickAnswerDiffers", "--json", str(tmp_path / "report.json"))
     out = capsys.readouterr().out
     assert code == 0, out
     verdict = out.splitlines()[0]
     assert verdict.startswith("HOLDS: schedules [lean]") and "1 declared" in verdict, verdict
     assert verdict.endswith("; 0 runs ended early"), verdict
+    # Reported as first seen, not shrunk: a declared class costs its search no shrinking.
+    report = json.loads((tmp_path / "report.json").read_text())
+    [finding] = report["campaigns"][0]["findings"]
+    assert finding["declared"] and "not shrunk, a declared difference" in finding["failure"], finding
 
 
 class ExpireSaysNope(OnlyTheTickAnswerDiffers):

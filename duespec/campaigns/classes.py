@@ -137,15 +137,19 @@ class Masks:
         return (DivergenceClass(kind, op, requirements, first, tuple(open_paths), cause),
                 list(dict.fromkeys(masked)))
 
+    def declarations_of(self, found: DivergenceClass) -> list[Any] | None:
+        """The declared entries that name every path of a class, or None when one is named by none."""
+        entries = [self.declaring(found.kind, found.op, found.requirements, p) for p in found.paths or (found.path,)]
+        return None if any(entry is None for entry in entries) else list(dict.fromkeys(entries))
+
     def add(self, found: DivergenceClass) -> list[Any]:
         """Mask a found class; return the declared entries that name all its paths (empty
         when it is not declared), which are masked from now on instead of the class: a
         declared class masks exactly what its declarations name."""
         self.found.append(found)
-        entries = [self.declaring(found.kind, found.op, found.requirements, p) for p in found.paths or (found.path,)]
-        if any(entry is None for entry in entries):
+        declared = self.declarations_of(found)
+        if declared is None:
             self.undeclared.append(found)
             return []
-        declared = list(dict.fromkeys(entries))
         self.active.extend(e for e in declared if e not in self.active)
         return declared

@@ -242,13 +242,19 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
 
     def slow_budget_spent() -> bool:
         """A search shrinking a failure stops when its budget of work is spent (steps, or
-        failing runs of a too-slow class), or at the wall-clock last resort: the run in
-        progress ends, once (Hypothesis may then replay its best run as it stands)."""
+        failing runs of a too-slow class; none for a declared class), or at the wall-clock
+        last resort: the run in progress ends, once (Hypothesis may then replay its best run
+        as it stands)."""
         since = counted["shrink_since"]
         if since is None:
             return False
-        slow = counted["first_class"] is not None and counted["first_class"].kind == FindingKind.TARGET_TOO_SLOW
-        if slow and counted["failed_runs"] > SLOW_SHRINK_RUNS:
+        first_class = counted["first_class"]
+        slow = first_class is not None and first_class.kind == FindingKind.TARGET_TOO_SLOW
+        if first_class is not None and masks.declarations_of(first_class) is not None:
+            # A difference the target declares is reported, not debugged: its search moves
+            # on to what is left at once rather than spend a shrinking budget on it.
+            cut = "not shrunk, a declared difference"
+        elif slow and counted["failed_runs"] > SLOW_SHRINK_RUNS:
             cut = f"shrinking stopped after {SLOW_SHRINK_RUNS} slow runs, its budget"
         elif not slow and machine.total_steps - counted["shrink_steps"] > SHRINK_STEPS:
             cut = f"shrinking stopped after {SHRINK_STEPS:,} steps, its budget"
