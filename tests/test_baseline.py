@@ -74,6 +74,7 @@ def test_a_found_class_masks_only_its_own_cause() -> None:
     assert lost.divergence_class.label() == "response get $.error [D-14] via D-14.found"
 
 
+@pytest.mark.long
 def test_a_campaign_reports_a_new_bug_at_the_op_and_path_of_a_known_gap(new_bug: None) -> None:
     result = run_campaign(DUEBOOK, Server, examples=EXAMPLES, max_classes=10, depth=0)
     at_get = [f.divergence_class for f in result.findings
@@ -104,6 +105,7 @@ def known_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     return report
 
 
+@pytest.mark.long
 def test_a_baseline_masks_its_classes_and_gates_only_on_new_ones(
         tmp_path: Path, known_gap: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert conform(tmp_path, "--baseline", str(known_gap)) == 0
@@ -140,6 +142,7 @@ def test_a_malformed_baseline_is_a_usage_error(tmp_path: Path, capsys: pytest.Ca
                           "cannot read")
 
 
+@pytest.mark.long
 def test_a_baseline_of_another_system_target_or_profile_is_a_usage_error(
         tmp_path: Path, known_gap: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other = main(["conform", "duebook", "--target", "duespec.systems.duebook:ImplTarget", "--baseline", str(known_gap)])

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from duespec.bench import MIN_REPEATS, Figure, Goal, Sample, alternate, rate_figure, ratio_figure
 
 
@@ -110,6 +112,7 @@ def test_the_whole_surface_section_prints_its_steps_per_second(monkeypatch) -> N
     assert "model vs model on the same seed: 1,234 steps/s" in text
 
 
+@pytest.mark.long
 def test_the_impl_only_baseline_runs_the_campaigns_runs() -> None:
     """The harness figure divides two rates, so both sides must take the same steps: at
     100 runs, a baseline drawing with Hypothesis's pool of local constants took 99,812

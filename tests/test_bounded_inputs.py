@@ -125,6 +125,7 @@ def test_a_verdict_over_a_cut_short_history_says_so_on_its_verdict_line(tmp_path
 
 # --- item 6: no file a user gives is read without bound -------------------------------------
 
+@pytest.mark.long
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
 def test_devices_fifos_and_sockets_are_refused_by_every_reader_before_a_byte_is_read(tmp_path: Path) -> None:
     """Issue 41 item 6: `merge /dev/zero`, a FIFO and `conform --declared /dev/zero` read

@@ -78,6 +78,7 @@ def conform(tmp_path: Path, *extra: str) -> int:
                  "--progress", "0", "--max-classes", "1", "--trace-dir", str(tmp_path / "failures"), *extra])
 
 
+@pytest.mark.long
 def test_a_target_that_requires_a_tag_diverges_at_once_without_it_and_holds_with_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     RequiresATarget.untagged.clear()
@@ -177,6 +178,7 @@ def test_warp_is_an_op_like_any_other(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "has no op nowarp; known: " in capsys.readouterr().err
 
 
+@pytest.mark.long
 def test_sigterm_keeps_the_class_found_and_its_trace(tmp_path: Path) -> None:
     """Killed after its first class is found, a campaign prints that class, its table row
     and trace path, and exits 1, within 10 s."""
@@ -244,6 +246,7 @@ class StopsAtTheFirstFailure(Stopper):
         return shrinking
 
 
+@pytest.mark.long
 def test_a_stop_while_shrinking_keeps_the_smallest_failing_run_seen() -> None:
     from tests.planted_targets import OnePlantedBug
 
@@ -270,6 +273,7 @@ def test_junit_reports_a_campaign_cut_short_by_a_signal_as_an_error_not_a_pass(t
     assert 'errors="1"' in xml and 'type="incomplete"' in xml and "cut short by SIGTERM" in xml
 
 
+@pytest.mark.long
 def test_sigterm_while_a_slow_failure_is_shrunk_keeps_it_in_the_report_and_json(tmp_path: Path) -> None:
     """Issue 41, item 12: stopped while shrinking a failure whose every replay takes minutes
     (the stop's grace and its hard deadline both pass), the campaign still reports the class

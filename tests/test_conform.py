@@ -47,6 +47,7 @@ def test_the_javascript_duebook_conforms(tmp_path: Path, capsys: pytest.CaptureF
     assert "D-25" in report["never_reached"]  # snapshot/restore is not in the JSON contract
 
 
+@pytest.mark.long
 def test_the_broken_copy_fails_with_a_short_counterexample_and_a_trace(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junit = tmp_path / "junit.xml"
@@ -110,6 +111,7 @@ class CrashesOnLargeTimes(ModelTarget):
         return super().step(op, args, now)
 
 
+@pytest.mark.long
 def test_a_target_error_mid_campaign_is_a_shrunk_failure(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junit = tmp_path / "junit.xml"

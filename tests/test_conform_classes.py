@@ -265,6 +265,7 @@ def test_paths_name_the_first_difference_with_indices_folded() -> None:
     assert not covers("$.schedule", "$.schedules") and not covers("$.ok[].x", "$.ok")
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which("node") is None, reason="node runs the JavaScript example")
 def test_a_program_in_another_language_with_two_declared_differences(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

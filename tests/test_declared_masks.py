@@ -70,6 +70,7 @@ def conform(tmp_path: Path, target: str, *extra: str) -> int:
                  "--max-classes", "3", "--trace-dir", str(tmp_path / "failures"), *extra])
 
 
+@pytest.mark.long
 def test_a_declared_tick_answer_does_not_hide_a_catch_up_that_stops_early(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = conform(tmp_path, "OneOccurrencePerTick")
@@ -83,6 +84,7 @@ def test_a_declared_tick_answer_does_not_hide_a_catch_up_that_stops_early(
     assert any("state tick" in line for line in undeclared), table
 
 
+@pytest.mark.long
 def test_the_harmless_difference_alone_holds_with_every_run_taken_to_its_end(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = conform(tmp_path, "OnlyTheTickAnswerDiffers", "--json", str(tmp_path / "report.json"))
@@ -111,6 +113,7 @@ class ExpireSaysNope(OnlyTheTickAnswerDiffers):
         return {"error": "nope"} if op == "expire" and "error" in response else response
 
 
+@pytest.mark.long
 def test_one_difference_reached_through_several_branches_is_a_class_per_cause() -> None:
     """issue 40: a class's identity includes the model's branch, so that a known gap at an
     op and path (here any of them) cannot hide another at the same op and path; the report

@@ -52,6 +52,7 @@ def test_implementation_conforms_at_the_default_budget() -> None:
     assert min(report.matrix.hits.values()) >= 5
 
 
+@pytest.mark.long
 def test_model_agrees_with_itself() -> None:
     result = run_campaign(SYSTEM, SYSTEM.model)
     assert result.ok, result.failure

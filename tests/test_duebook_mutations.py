@@ -263,7 +263,12 @@ class GetReturnsLiveHandle(impl.Book):
         return LiveDeferral(self, super().get(id).id)
 
 
-@pytest.fixture(params=sorted(MUTANTS))
+#: These take 8-14 s each to shrink: make test-long runs them.
+SLOW_TO_SHRINK = {"BoolIsAnId", "ClaimableById", "ClaimableIncludesExpiresAt", "ExpireAllowedAtExpiresMinusOne"}
+
+
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.long) if name in SLOW_TO_SHRINK else name
+                        for name in sorted(MUTANTS)])
 def mutated_book(request: pytest.FixtureRequest) -> type[impl.Book]:
     return MUTANTS[request.param]
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+import pytest
 from hypothesis.database import ExampleDatabase
 
 from duespec.campaigns.database import DATABASE_ENV, CampaignDatabase
@@ -89,6 +90,7 @@ def test_the_test_suite_never_writes_into_the_clones_database(tmp_path: Path) ->
     assert any(where.rglob("*"))
 
 
+@pytest.mark.long
 def test_another_target_in_the_same_database_replays_nothing_of_the_first(tmp_path: Path) -> None:
     database = str(tmp_path / "examples")
     first = conform("tests.planted_targets:OnePlantedBug", tmp_path, "--database", database)

@@ -505,6 +505,7 @@ def run_driver(cases: list[Case], workdir: Path) -> tuple[dict[int, dict[str, An
     return outcomes, hung
 
 
+@pytest.mark.long
 def test_two_thousand_hostile_cases_end_cleanly(tmp_path: Path) -> None:
     started = time.monotonic()
     generator = Generator(tmp_path)

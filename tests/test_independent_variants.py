@@ -150,6 +150,7 @@ def test_the_program_imports_nothing_of_duespec() -> None:
     assert unknown.returncode == 2 and "unknown bug" in unknown.stderr
 
 
+@pytest.mark.long
 def test_the_correct_program_holds_and_one_variant_of_each_class_is_caught() -> None:
     correct, *variants = check_all([None, *ONE_PER_CLASS])
     assert correct.conform_exit == 0, correct.output[-3000:]

@@ -94,6 +94,7 @@ class TwoHarmlessDifferences(ImplTarget):
         return {**state, "taskTimeouts": [{**t, "timeout": t["timeout"] + 1} for t in state["taskTimeouts"]]}
 
 
+@pytest.mark.long
 def test_declared_differences_in_a_response_field_and_the_task_timeouts_end_no_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     declared = tmp_path / "declared.toml"
@@ -122,6 +123,7 @@ class AnswersTickAsTheDeployedServer(ImplTarget):
         return {**response, "fired": []} if op == "tick" and "fired" in response else response
 
 
+@pytest.mark.long
 def test_the_deployed_example_declares_the_tick_answer_and_requires_the_target(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["conform", "schedules", "--target", f"{__name__}:AnswersTickAsTheDeployedServer",

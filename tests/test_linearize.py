@@ -613,6 +613,26 @@ def test_a_captured_stress_ticks_export_is_linearizable() -> None:
     assert verdict.status == "linearizable", describe(verdict)
 
 
+def test_a_firing_whose_clock_only_another_part_shows_is_placed(tmp_path: Path) -> None:
+    """A `stress --ticks` export (seed 5): promise k1-14 times out at ...883; a tick pinned
+    at ...952 (left out by the export) fired it; a task.get pinned at ...712 but answered
+    after the tick saw its task fulfilled. No call on k1-14 is pinned past ...883: what
+    shows the server's clock got there is a schedule.create of another part, pinned at
+    ...171 and invoked before the task.get returned. Without that call no request could
+    have moved the clock there, and the firing is refused."""
+    from duespec.histories.resonate_valid import read_any_history
+
+    path = Path(__file__).parent / "stress_ticks_export_foreign_clock.history"
+    history = read_any_history(path)
+    assert len(history.events) == 10
+    verdict = check_history(history, budget=60)
+    assert verdict.status == "linearizable", describe(verdict)
+    alone = tmp_path / "alone.history"
+    alone.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                             if '"schedule.create"' not in line))
+    assert check_history(read_any_history(alone), budget=60).status == "not linearizable"
+
+
 def early_lease_history(server_class) -> History:
     """w1 acquires task x with a 5 s lease; a tick 1 s later; a task.get 2 s later; and a
     second worker's acquire of the next version. Each answered by `server_class`."""

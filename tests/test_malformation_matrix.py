@@ -191,7 +191,7 @@ def test_the_independent_book_holds(tmp_path: Path, capsys: pytest.CaptureFixtur
     ("GetRefusesAnInvalidNow", "get", "D-27"),
     ("CancelRefusesAnInvalidNow", "cancel", "D-27"),
     ("ListingsReadAnInvalidNowAsZero", "claimable", "D-19"),
-    ("ListingsIgnoreAnExtraKey", "claimable", "D-27"),
+    pytest.param("ListingsIgnoreAnExtraKey", "claimable", "D-27", marks=pytest.mark.long),  # 10 s
 ])
 def test_a_target_mishandling_one_malformed_field_is_caught(
         target: str, op: str, requirement: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import pytest
+
 from duespec.campaigns.classes import Masks
 from duespec.judge import DivergenceClass, FindingKind
 
@@ -110,6 +112,7 @@ class ClaimsRefusedPastId1000(impl.Book):
         return super().claim(id, now)
 
 
+@pytest.mark.long
 def test_the_campaign_reports_the_minimised_run() -> None:
     result = run_campaign(SYSTEM, partial(ImplTarget, ClaimsRefusedPastId1000))
     assert not result.ok

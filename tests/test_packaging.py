@@ -75,6 +75,7 @@ def test_a_users_own_model_package_wins(tmp_path: Path, installed: Path) -> None
     assert who == "user"
 
 
+@pytest.mark.long
 def test_cli_help_for_every_subcommand() -> None:
     from duespec.cli import build_parser
 

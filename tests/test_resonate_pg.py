@@ -540,6 +540,7 @@ def test_stress_finds_a_promise_timeout_that_overwrites_a_concurrent_settle(post
 BASELINE_EXAMPLES = 20
 
 
+@pytest.mark.long
 def test_the_unmodified_server_gives_no_class_outside_its_baseline_and_declarations(dsn, tmp_path) -> None:
     """issue 40: examples/resonate-pg/README.md's response-only campaign, with its baseline
     (examples/resonate-pg/baseline.json, made by the README's command against this

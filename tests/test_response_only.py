@@ -92,8 +92,11 @@ def conform(tmp_path: Path, system: str, target: str, *extra: str) -> int:
     ("duebook", "ListingLosesAnEntry", ("response claimable $.ok",)),
     # The cancel's own answer is right: a read of the book afterwards shows the keep.
     ("duebook", "CancelThatKeeps", ("response get $", "response claimable $.ok", "response expirable $.ok")),
-    ("schedules", "SettleAnswersTheOldRecord", ("response promise.settle $.promise",)),
-    ("schedules", "FiresLate", ("response tick $.fired", "response promise.get", "response schedule.get")),
+    # Each takes 13-19 s: make test-long.
+    pytest.param("schedules", "SettleAnswersTheOldRecord", ("response promise.settle $.promise",),
+                 marks=pytest.mark.long),
+    pytest.param("schedules", "FiresLate", ("response tick $.fired", "response promise.get", "response schedule.get"),
+                 marks=pytest.mark.long),
 ])
 def test_a_bug_only_answers_or_reads_show_is_caught_without_a_snapshot(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], system: str, target: str,
@@ -106,6 +109,7 @@ def test_a_bug_only_answers_or_reads_show_is_caught_without_a_snapshot(
     assert any(read in first for read in shown_by), first
 
 
+@pytest.mark.long
 def test_the_correct_implementation_holds_response_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["conform", "schedules", "--target", "impl", "--observe", "none", "--examples", "60",
                  "--progress", "0", "--no-coverage", "--trace-dir", str(tmp_path)])

@@ -135,6 +135,7 @@ def _summary(result: Any) -> dict[str, Any]:
             "skipped": dict(result.masks.skipped), "ok": result.ok}
 
 
+@pytest.mark.long
 def test_four_shards_merge_to_the_unsharded_campaign(small_chunks: None) -> None:
     """The shards run exactly the unsharded campaign's runs, and `merge` of their JSON
     reports gives its classes and counts."""
@@ -155,6 +156,7 @@ def test_four_shards_merge_to_the_unsharded_campaign(small_chunks: None) -> None
         merge_campaigns(reports + reports[:1])
 
 
+@pytest.mark.long
 def test_two_jobs_find_what_one_job_finds(small_chunks: None) -> None:
     one = _run(scale_targets.TwoBugs, 40)
     two = _run(scale_targets.TwoBugs, 40, jobs=2)
@@ -162,6 +164,7 @@ def test_two_jobs_find_what_one_job_finds(small_chunks: None) -> None:
     assert len(one.findings) == 2 and one.chunks == [0, 1, 2, 3]
 
 
+@pytest.mark.long
 def test_max_classes_ends_the_campaign_at_the_same_chunk_however_it_is_split(small_chunks: None) -> None:
     """--max-classes 1: the campaign is chunks 0..k, k the first chunk with a class, with
     one job, two jobs or four shards merged."""
@@ -185,6 +188,7 @@ def test_a_target_that_cannot_run_copies_falls_back_to_one_job(tmp_path: Path) -
     assert "chunks 0, 1 of 2 (at most 50 runs each), 1 job" in run.stdout
 
 
+@pytest.mark.long
 def test_merge_command_gives_one_verdict_and_one_junit(tmp_path: Path) -> None:
     common = ["conform", "duebook", "--target", "scale_targets:TwoBugs", "--examples", "100", "--steps", "5",
               "--depth", "0", "--max-classes", "3", "--no-coverage", "--database", "none", "--progress", "0"]
@@ -204,6 +208,7 @@ def test_merge_command_gives_one_verdict_and_one_junit(tmp_path: Path) -> None:
     assert alone.returncode == 2 and "chunks 1 of 2 are in no report" in alone.stderr
 
 
+@pytest.mark.long
 def test_replay_jobs_and_shards_give_the_same_reports(tmp_path: Path) -> None:
     corpus = str(ROOT / "traces")
     one = duespec("replay", corpus, cwd=tmp_path)
@@ -228,6 +233,7 @@ def _conform(target: str, database: str, cwd: Path, *extra: str, env: dict[str, 
                    "--no-coverage", "--progress", "0", "--database", database, *extra, cwd=cwd, env=env)
 
 
+@pytest.mark.long
 def test_shared_redis_database_replays_a_failure_in_another_process_and_directory(
         tmp_path: Path, redis_server: RedisServer) -> None:
     first_dir, second_dir = tmp_path / "night", tmp_path / "morning"
@@ -277,6 +283,7 @@ def test_the_first_failing_run_is_counted_from_the_campaigns_start(small_chunks:
     assert merged.first_failure_run == passing.examples + failing.first_failure_run
 
 
+@pytest.mark.long
 def test_a_stale_entry_is_dropped_in_one_line(tmp_path: Path) -> None:
     first = _conform("scale_targets:DeepBug", "db", tmp_path)
     assert first.returncode == 1
@@ -286,6 +293,7 @@ def test_a_stale_entry_is_dropped_in_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in fixed.stderr
 
 
+@pytest.mark.long
 def test_killing_redis_mid_campaign_leaves_the_campaign_going(tmp_path: Path, redis_server: RedisServer) -> None:
     run = _conform("scale_targets:KillsRedis", redis_server.url, tmp_path,
                    env={"DUESPEC_TEST_KILL_PID": str(redis_server.process.pid)})
@@ -333,6 +341,7 @@ def _plugin_run(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(folder)})
 
 
+@pytest.mark.long
 def test_pytest_plugin_makes_one_failing_item_per_class(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     shutil.copytree(TESTS / "plugin_project", folder)
@@ -349,6 +358,7 @@ def test_pytest_plugin_makes_one_failing_item_per_class(tmp_path: Path) -> None:
     assert sorted(re.findall(r"^FAILED (::duespec\[.*?\])", xdist.stdout, re.MULTILINE)) == failed, xdist.stdout
 
 
+@pytest.mark.long
 def test_pytest_fixture_returns_the_campaign_as_data(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     shutil.copytree(TESTS / "plugin_project", folder)
@@ -396,6 +406,7 @@ def _substitute(line: str, env: dict[str, str], shard: str) -> str:
     return re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), m.group(0)), line).replace("shard-*.json", "shard-1.json")
 
 
+@pytest.mark.long
 def test_ci_workflow_runs_locally_with_two_shards_and_one_redis(tmp_path: Path, redis_server: RedisServer) -> None:
     workflow = _workflow()
     env = {**{k: str(v) for k, v in workflow["env"].items()}, "SHARDS": "2", "DUESPEC_EXAMPLES": "100", "DUESPEC_STEPS": "5",

@@ -227,7 +227,14 @@ def test_the_sequential_stand_in_is_correct(profile: str) -> None:
     assert result.ok, result.failure
 
 
-@pytest.mark.parametrize("mutant, profile", MUTANTS, ids=[m.__name__ for m, _ in MUTANTS])
+#: These take 8-190 s each to catch and shrink: make test-long runs them.
+SLOW_TO_SHRINK = {OnlyLatestMissedTick, FirstMissedTickSkipped, TimeoutFromWallClock, IdFromFiringTime,
+                  ServerProfileAnchorsAtTick, CreateOverwrites, ProjectionMissing, LookupBeforeValidation,
+                  DispatchesExpiredAtCreation}
+
+
+@pytest.mark.parametrize("mutant, profile", [
+    pytest.param(m, p, id=m.__name__, marks=pytest.mark.long if m in SLOW_TO_SHRINK else ()) for m, p in MUTANTS])
 def test_the_campaign_catches_and_shrinks(mutant: type[ScheduleServer], profile: str) -> None:
     result = run_campaign(SYSTEM, lambda: ImplTarget(mutant), profile=profile, step_count=STEPS)
     assert not result.ok, f"{mutant.__name__} survived {result.examples} runs"

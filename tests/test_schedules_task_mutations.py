@@ -201,15 +201,12 @@ class TaskTimeoutsBeforePromiseTimeouts(ScheduleServer):
 
 
 #: Each is found within a few runs; what costs is Hypothesis shrinking the failing run.
-#: These shrink in a few CPU seconds and run in `make test`.
-MUTANTS: list[type[ScheduleServer]] = [
-    AcquireKeepsVersion, PreviousVersionAccepted, CallbacksLostOnSettle, ResumeDuplicated,
-    ListenersNotUnblocked, SuspendKeepsLease, LapsedHolderKept, TaskTimeoutsBeforePromiseTimeouts,
-]
-#: These take 7-40 CPU seconds each to shrink (about 170 s together), more than `make test`
-#: affords: `make test-long` runs them.
+#: These shrink in a few seconds and run in `make test`.
+MUTANTS: list[type[ScheduleServer]] = [LapsedHolderKept, TaskTimeoutsBeforePromiseTimeouts]
+#: These take 7-110 s each to shrink, more than `make test` affords: `make test-long` runs them.
 LONG_MUTANTS: list[type[ScheduleServer]] = [
-    HeartbeatDoesNotRenew, HeartbeatFromAnyWorker, ResumeBumpsVersion, TaskNotFulfilledOnSettle,
+    AcquireKeepsVersion, PreviousVersionAccepted, CallbacksLostOnSettle, ResumeDuplicated,
+    ListenersNotUnblocked, SuspendKeepsLease, HeartbeatDoesNotRenew, HeartbeatFromAnyWorker, ResumeBumpsVersion, TaskNotFulfilledOnSettle,
     HaltFulfilled, ContinueWithoutRetry, CallbackFromUntargetedAwaiter, TaskGetNotProjected,
 ]
 #: Deselected by `make test` (-m "not long"), run by `make test-long`.

@@ -98,6 +98,7 @@ def test_a_program_that_does_not_flush_is_told_to(program: Path) -> None:
         factory.close()
 
 
+@pytest.mark.long
 def test_ctrl_c_cuts_conform_short_as_incomplete_after_stopping_the_target(
         program: Path, tmp_path: Path) -> None:
     """Ctrl-C in the middle of a step that never ends: the search is ended by the stop's

@@ -24,6 +24,7 @@ import store_crash  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.long
 def test_a_hundred_sigkills_lose_nothing_and_half_apply_nothing(tmp_path: Path) -> None:
     report = store_crash.run(100, seed=0, directory=str(tmp_path))
     print(f"\n{report.kills} SIGKILLs, {report.in_flight} with an operation in flight "

@@ -33,6 +33,7 @@ class AnswersOnlyTheReset(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.long
 def test_a_target_that_dies_mid_run_ends_it_as_unusable_with_the_history_kept(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     server = http.server.HTTPServer(("127.0.0.1", 0), AnswersOnlyTheReset)

@@ -13,6 +13,7 @@ from duespec.cli import main
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.long
 def test_everything_holds_on_a_small_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["suite", "--examples", "5", "--traces", str(REPO / "traces")]) == 0
     out = capsys.readouterr().out

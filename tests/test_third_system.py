@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 PROGRAM = TESTS / "counter" / "stdio_counter.py"
 ENV = {**os.environ, "DUESPEC_SYSTEMS": "counter.system:SYSTEM",
@@ -32,6 +34,7 @@ def test_check_runs_the_counters_model_against_its_impl_with_coverage(tmp_path: 
     assert "4 of 4 requirements of" in done.stdout, done.stdout
 
 
+@pytest.mark.long
 def test_conform_replay_and_junit_on_a_program_written_from_the_docs(tmp_path: Path) -> None:
     good = duespec("conform", "counter", "--target", f"stdio:{sys.executable} {PROGRAM}", *BUDGET,
                    cwd=tmp_path)

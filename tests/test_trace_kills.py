@@ -72,6 +72,7 @@ def check_after_kills(folder: Path, dead: list[int], capsys: pytest.CaptureFixtu
     assert main(["replay", str(folder), "--target", "model"]) == 0, capsys.readouterr().err[-2000:]
 
 
+@pytest.mark.long
 def test_a_few_kills_leave_no_half_trace_and_the_next_write_sweeps(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dead = kill_rounds(tmp_path, kills=8, seed=1)

@@ -128,6 +128,7 @@ def test_steps_before_a_broken_line_are_delivered(tmp_path: Path) -> None:
 
 # --- constant memory --------------------------------------------------------------------
 
+@pytest.mark.long
 def test_replay_memory_does_not_grow_with_trace_length(tmp_path: Path) -> None:
     config = {"max_open": 3}
     header = TraceHeader("duebook", "seed", config)

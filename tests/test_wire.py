@@ -59,6 +59,7 @@ T0 = 1_735_689_600_000
 TASK_AND_PROMISE_IDS = {"P-03", "P-04", "P-05", "P-06", *(f"T-{n:02}" for n in range(1, 12))}
 
 
+@pytest.mark.long
 def test_a_campaign_over_http_with_every_op_holds_in_every_profile(served: Served, tmp_path: Path, capsys) -> None:
     coverage = tmp_path / "coverage.json"
     code = main(["conform", "schedules", "--target", served.url, "--profile", "all", *SMALL,
@@ -191,6 +192,7 @@ class OnlyLatestMissedTick(ScheduleServer):
 CATCH_UP_OPS = ["--ops", "schedule.create,schedule.timeout,tick", "--examples", "200", "--steps", "15"]
 
 
+@pytest.mark.long
 def test_a_served_bug_is_caught_with_a_short_counterexample_showing_the_exchange(tmp_path: Path, capsys) -> None:
     with ServerThread(WireServer(server_class=OnlyLatestMissedTick)) as server:
         code = main(["conform", "schedules", "--target", server.url, *CATCH_UP_OPS, "--max-classes", "1",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from z3 import And, BoolVal, IntSort, IntVal, K, Not, Solver, Store, StringVal, sat, unsat
@@ -188,6 +189,7 @@ def _args(**given: Any) -> dict[str, Any]:
 # ExpiresAt == 2^63-1 and ids at the int64 edge: the last instant is outside the window,
 # an expiry landing exactly on it is allowed, one past it is invalid; id 2^63-1 is the last
 # an op accepts, allocated when next_id reaches it.
+@pytest.mark.long
 @example((_END_BOOK, ("claim", _args(id=MAX, now=MAX - 1))))
 @example((_END_BOOK, ("claim", _args(id=MAX, now=MAX))))
 @example((_END_BOOK, ("expire", _args(id=MAX, now=MAX - 1))))

@@ -61,6 +61,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import itertools
 import sys
 import time
 from dataclasses import dataclass, field
@@ -275,6 +276,12 @@ class _Search:
         #: say (a Resonate valid/ file leaves internal steps out), so the search places them.
         self.background = background and clock == "pinned" and self.hooks.tick is not None
         self.factory = model_of(system)
+        if self.background:
+            # The server's clock is what any request pinned, this part's or another's: the
+            # whole history's calls by invocation, with the latest `now` invoked so far.
+            pinned = sorted((e.call_ns, e.now) for e in (among or self.events) if type(e.now) is int)
+            self.invoked_ns = [call_ns for call_ns, _ in pinned]
+            self.clock_reached = list(itertools.accumulate((now for _, now in pinned), max))
         n = len(self.events)
         self.call_ns = [e.call_ns for e in self.events]
         self.ret_ns = [e.return_ns if e.outcome == "ok" else _INF for e in self.events]
@@ -466,15 +473,20 @@ class _Search:
         `now` of a call placed or that may go next (a tick's own instant matters: a lease
         fired late re-arms its retry from then). A pinned server's clock is what its
         requests pinned, so a tick at `t` needs a request of a `now` at or past `t` placed
-        before it or running beside it (`latest`, the window): a firing a call observes
-        before any request could have moved the clock there (a lease cut short) still
-        fails. A call after the tick may still carry an earlier `now` (its request was
-        pinned before the tick's and arrived after it), as in the recorded history."""
+        before it or running beside it (`latest`, the window), or one of another part (or
+        left out of the file, as an exported history leaves the ticks out) invoked before
+        a call of the window returned: a firing a call observes before any request could
+        have moved the clock there (a lease cut short) still fails. A call after the tick
+        may still carry an earlier `now` (its request was pinned before the tick's and
+        arrived after it), as in the recorded history."""
         due = self.hooks.next_timer(target.observe())
         if due is None:
             return
         instants = {self.events[i].now for i in window}
         instants.add(int(latest))
+        invoked = bisect.bisect_left(self.invoked_ns, max(self.ret_ns[i] for i in window)) if window else 0
+        if invoked:
+            instants.add(self.clock_reached[invoked - 1])
         if max(instants) < due:
             return
         yield None, int(due)

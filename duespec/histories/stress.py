@@ -83,6 +83,8 @@ class Shared:
     #: Tasks offered again (a tick fired their lease or retry): a worker that receives the
     #: execute message acquires it, so these are acquired again soon, at the version known.
     offered: list[str] = field(default_factory=list)
+    #: Promises the workers have seen created: a suspend or a callback awaits one of them.
+    created: set[str] = field(default_factory=set)
 
     def id_of(self, slot: int) -> str:
         return f"k{slot}-{self.generations.get(slot, 0)}"
@@ -108,8 +110,8 @@ class Shared:
 #: task another worker acquired, a halt during a fulfill).
 WEIGHTS = {
     "promise.create": 4, "promise.get": 1, "promise.settle": 1, "task.acquire": 5, "task.get": 1,
-    "task.fulfill": 1, "task.release": 1, "task.heartbeat": 1, "task.suspend": 0.4, "task.fence": 0.4,
-    "task.create": 0.4, "task.halt": 0.2, "task.continue": 0.2, "promise.register_callback": 0.2,
+    "task.fulfill": 1, "task.release": 1, "task.heartbeat": 1, "task.suspend": 1, "task.fence": 0.4,
+    "task.create": 0.4, "task.halt": 0.2, "task.continue": 0.2, "promise.register_callback": 0.4,
     "promise.register_listener": 0.2, "promise.search": 0.1, "task.search": 0.1, "schedule.search": 0.1,
 }
 #: With --ticks, the share of acquires that take a task a tick offered again (see Shared.offered).
@@ -145,10 +147,18 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
                           "promiseTimeout": 60_000, "promiseParam": VALUE, "promiseTags": {}}
         return kind, {"id": "s" + id}
     kind = rng.choices(list(WEIGHTS), list(WEIGHTS.values()))[0]
+    held = [task for task, holder in shared.holders.items() if holder == pid]
+    if kind in ("task.fulfill", "task.release", "task.suspend", "task.fence") and held and rng.random() < 0.7:
+        # A worker finishes, releases or suspends what it holds; it suspends on a promise it
+        # created (as an SDK does), so a held task whose companion exists first.
+        ready = [task for task in held if f"{task}-f" in shared.created] if kind == "task.suspend" else []
+        id = rng.choice(ready if ready and rng.random() < 0.8 else held)
+        other = f"{id}-f"
+    if kind in ("task.suspend", "promise.register_callback") and other not in shared.created and rng.random() < 0.7:
+        kind, id = "promise.create", other  # the promise to await, created first
     if kind == "promise.create":
-        # Every promise has a target, as an SDK's do: callbacks and suspensions may await it
-        # (a quarter of the creates make the companion they await).
-        return kind, {"id": id if rng.random() < 0.75 else other, "timeoutAt": now_ms + rng.choice((300, 1_000, 10_000, 600_000)), "param": VALUE,
+        # Every promise has a target, as an SDK's do: callbacks and suspensions may await it.
+        return kind, {"id": id, "timeoutAt": now_ms + rng.choice((300, 1_000, 10_000, 600_000)), "param": VALUE,
                       "tags": {"resonate:target": "poll://any"}}
     if kind in ("promise.get", "task.get", "task.halt", "task.continue"):
         return kind, {"id": id}
@@ -169,14 +179,11 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         id = shared.offered.pop(rng.randrange(len(shared.offered)))
         return kind, {"id": id, "version": shared.versions.get(id, 0), "pid": pid, "ttl": rng.choice((300, 60_000))}
     if kind == "task.heartbeat":
-        mine = [task for task, holder in shared.holders.items() if holder == pid] or [id]
+        mine = held or [id]
         # Two at once now and then: each joins the two tasks' parts.
         chosen = rng.sample(mine, min(len(mine), rng.choice((1, 1, 1, 2))))
         return kind, {"pid": pid if rng.random() < 0.8 else rng.choice([*shared.holders.values(), pid]),
                       "tasks": [{"id": task, "version": _version(rng, shared, task)} for task in chosen]}
-    held = [task for task, holder in shared.holders.items() if holder == pid]
-    if kind in ("task.fulfill", "task.release", "task.suspend", "task.fence") and held and rng.random() < 0.7:
-        id = rng.choice(held)  # a worker finishes, releases or suspends what it holds
     version = _version(rng, shared, id)
     if kind == "task.acquire":
         return kind, {"id": id, "version": version, "pid": pid, "ttl": rng.choice((300, 5_000))}
@@ -206,6 +213,8 @@ def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
             shared.move_on(task["id"])
         elif task.get("state") not in (None, "acquired"):
             shared.holders.pop(task["id"], None)  # released, suspended, done: held no more
+    if isinstance(promise, dict) and isinstance(promise.get("id"), str):
+        shared.created.add(promise["id"])
     if isinstance(promise, dict) and isinstance(promise.get("id"), str) and promise.get("state") != "pending":
         shared.move_on(promise["id"])
         shared.holders.pop(promise["id"], None)
