@@ -19,6 +19,7 @@ import argparse
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from duespec.campaigns import baseline as baselines
@@ -222,7 +223,7 @@ def _has_baseline(result: CampaignResult) -> bool:
     return result.masks is not None and bool(result.masks.known)
 
 
-def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str]:
+def summary_table(result: CampaignResult, traces: Sequence[Path | str | None]) -> list[str]:
     """One row per class, grouped by (kind, op, path) for reading: each group's causes
     (the model's branch, valid or refused input) on the rows under its first."""
     rows = [("#", "class", "cause", "requirements", "steps", "status", "trace")]
@@ -277,7 +278,7 @@ def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[st
             problem = str(error)
         traces.append(trace)
         details.append(finding_details(args, result, number, finding, trace, problem))
-        finding.trace, finding.details = trace, details[-1]  # type: ignore[attr-defined]  # for --json
+        finding.trace, finding.details = trace, details[-1]  # for --json
         print(details[-1], flush=True)
     if result.findings:
         print("\n".join(summary_table(result, traces)), flush=True)
