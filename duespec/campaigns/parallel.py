@@ -451,15 +451,16 @@ def open_database_of(args: argparse.Namespace) -> examples_db.CampaignDatabase |
         raise UsageError(str(error)) from None
 
 
-def print_share(result: CampaignResult) -> None:
+def share_lines(result: CampaignResult) -> list[str]:
     """The lines a chunked campaign adds to the report: which share ran, the database."""
+    lines = []
     shard, total = result.shard, result.total_chunks
     if shard is not None or total > 1:
         where = f"shard {shard[0]}/{shard[1]}: " if shard is not None else ""
-        print(f"{where}chunks {', '.join(map(str, result.chunks)) or 'none'} of {total} "
-              f"(at most {CHUNK_RUNS} runs each), {result.jobs} job{'' if result.jobs == 1 else 's'}", flush=True)
+        lines.append(f"{where}chunks {', '.join(map(str, result.chunks)) or 'none'} of {total} "
+                     f"(at most {CHUNK_RUNS} runs each), {result.jobs} job{'' if result.jobs == 1 else 's'}")
     if result.database_stats is not None:
-        print(result.database_stats.line(), flush=True)
-    hits = [finding.label for finding in result.findings if finding.from_database]
-    for label in hits:
-        print(f"database hit: {label} (found by replaying a saved example)", flush=True)
+        lines.append(result.database_stats.line())
+    lines += [f"database hit: {finding.label} (found by replaying a saved example)"
+              for finding in result.findings if finding.from_database]
+    return lines
