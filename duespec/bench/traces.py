@@ -27,7 +27,7 @@ from duespec.systems import get_system
 from duespec.targets import resolve as targets
 from duespec.traces.format import Call, TraceHeader, TraceWriter, read_trace, record, write_trace
 from duespec.traces.itf import export_itf
-from duespec.traces.replay import replay
+from duespec.traces.replay import ReplayResult, replay
 
 SECTION = "traces"
 T = TypeVar("T")
@@ -126,10 +126,10 @@ def replaying(path: Path, target: str = "impl", **options: object) -> Callable[[
     return measure
 
 
-def _confirmed(result: object) -> int:
-    if not result.confirmed:  # type: ignore[attr-defined]
-        raise AssertionError(result.report())  # type: ignore[attr-defined]
-    return result.steps  # type: ignore[attr-defined]
+def _confirmed(result: ReplayResult) -> int:
+    if not result.confirmed:
+        raise AssertionError(result.report())
+    return result.steps
 
 
 def reading(path: Path) -> Callable[[], Sample]:

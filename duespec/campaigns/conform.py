@@ -19,6 +19,8 @@ import argparse
 import json
 import shlex
 import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from duespec.campaigns import baseline as baselines
@@ -51,6 +53,49 @@ SHOWN_STEPS = 30
 #: of searching for more (a broken target's first class is shrunk and reported within
 #: seconds of its first failing run). Declared classes never count.
 DEFAULT_MAX_CLASSES = 1
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What the report of a campaign says beyond its result: the command that reproduces it
+    (the campaign's settings, named as conform's options name them), where its traces are
+    written, and what they are replayed on. The defaults are conform's."""
+
+    system: str
+    #: The target as --target names it, in the reproduce commands.
+    target: str
+    examples: int = 200
+    steps: int = 50
+    #: The command named as each trace's producer (conform or check).
+    command: str = "conform"
+    trace_dir: str | Path = DEFAULT_FAILURE_DIR
+    timeout: float = DEFAULT_TIMEOUT
+    declared: str | None = None
+    max_classes: int = DEFAULT_MAX_CLASSES
+    ops: tuple[str, ...] | None = None
+    skip_ops: tuple[str, ...] | None = None
+    require_tag: tuple[tuple[str, str], ...] = ()
+    depth: float = 1.0
+    long_run: int | None = None
+    reset: str = "auto"
+    baseline: str | None = None
+    inputs: str = "all"
+    #: The whole spec-coverage report and the depth line (-v), or no coverage line at all.
+    coverage: bool = False
+    no_coverage: bool = False
+    #: What a trace is replayed on to see whether it fails on a fresh target; None: the
+    #: target `target` names, resolved as `duespec replay --target` would.
+    factory: TargetFactory | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReportSettings:
+        return cls(system=args.system, target=args.target, examples=args.examples, steps=args.steps,
+                   command=args.command, trace_dir=args.trace_dir, timeout=args.timeout, declared=args.declared,
+                   max_classes=args.max_classes, ops=tuple(args.ops) if args.ops else None,
+                   skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
+                   require_tag=tuple(args.require_tag or ()), depth=args.depth, long_run=args.long_run,
+                   reset=args.reset, baseline=args.baseline, inputs=args.inputs, coverage=args.coverage,
+                   no_coverage=args.no_coverage)
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
@@ -110,30 +155,30 @@ def progress_seconds(text: str) -> float:
     return value
 
 
-def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Path | None) -> list[str]:
-    command = ["duespec", "conform", args.system, "--target", args.target, "--profile", result.profile,
-               "--seed", str(result.seed), "--examples", str(args.examples), "--steps", str(args.steps)]
-    for flag, value in (("--declared", args.declared), ("--max-classes", args.max_classes)):
+def reproduce_lines(settings: ReportSettings, result: CampaignResult, trace: Path | None) -> list[str]:
+    command = ["duespec", "conform", settings.system, "--target", settings.target, "--profile", result.profile,
+               "--seed", str(result.seed), "--examples", str(settings.examples), "--steps", str(settings.steps)]
+    for flag, value in (("--declared", settings.declared), ("--max-classes", settings.max_classes)):
         if value is not None and value != DEFAULT_MAX_CLASSES:
             command += [flag, str(value)]
-    for flag, values in (("--ops", args.ops), ("--skip-ops", args.skip_ops)):
+    for flag, values in (("--ops", settings.ops), ("--skip-ops", settings.skip_ops)):
         if values:
             command += [flag, ",".join(values)]
-    for key, value in (getattr(args, "require_tag", None) or []):
+    for key, value in settings.require_tag:
         command += ["--require-tag", f"{key}={value}"]
-    if getattr(args, "depth", 1.0) != 1.0:
-        command += ["--depth", f"{args.depth:g}"]
-    if getattr(args, "long_run", None):
-        command += ["--long-run", str(args.long_run)]
-    if getattr(args, "reset", "auto") == "none":
+    if settings.depth != 1.0:
+        command += ["--depth", f"{settings.depth:g}"]
+    if settings.long_run:
+        command += ["--long-run", str(settings.long_run)]
+    if settings.reset == "none":
         command += ["--reset", "none"]
-    if getattr(args, "baseline", None):
-        command += ["--baseline", args.baseline]
-    if getattr(args, "inputs", "all") != "all":
-        command += ["--inputs", args.inputs]
+    if settings.baseline:
+        command += ["--baseline", settings.baseline]
+    if settings.inputs != "all":
+        command += ["--inputs", settings.inputs]
     lines = ["reproduce:", "  " + shlex.join(command)]
     if trace is not None:
-        lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", args.target]))
+        lines.append("  " + shlex.join(["duespec", "replay", str(trace), "--target", settings.target]))
     return lines
 
 
@@ -141,7 +186,7 @@ def reproduce_lines(args: argparse.Namespace, result: CampaignResult, trace: Pat
 PASSES = "every step of the trace passes"
 
 
-def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
+def fresh_replay(settings: ReportSettings, trace: Path) -> tuple[bool, str]:
     """Whether `duespec replay TRACE --target T` fails, replayed here on a fresh target as
     that command would; and why not, or where it failed. A replay command is printed only
     when it does fail.
@@ -153,7 +198,7 @@ def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
     from duespec.traces.replay import replay
 
     try:
-        replayed = replay(trace, args.target, timeout=args.timeout)
+        replayed = replay(trace, settings.target, factory=settings.factory, timeout=settings.timeout)
     except (TraceError, UsageError) as error:
         return False, f"replaying it failed: {error}"
     except TargetError as error:  # unusable on a fresh start too: the replay command shows it
@@ -163,7 +208,7 @@ def fresh_replay(args: argparse.Namespace, trace: Path) -> tuple[bool, str]:
     return True, f"it diverges at {replayed.diverged_at()}"
 
 
-def finding_details(args: argparse.Namespace, result: CampaignResult, number: int, finding: Finding,
+def finding_details(settings: ReportSettings, result: CampaignResult, number: int, finding: Finding,
                     trace: Path | None, trace_problem: str | None) -> str:
     """Everything a person (or a CI log) needs about one divergence class."""
     status = ("DECLARED: " + "; ".join(dict.fromkeys(entry.reason for entry in finding.declared))
@@ -190,7 +235,7 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
         lines.append("(these steps pass on a fresh target: the failure needs the runs before it, "
                      "so the conform command below reproduces it and replaying the trace does not)")
     elif finding.kind == FindingKind.STATE_SURVIVES_RESET:
-        shown, said = fresh_replay(args, trace) if trace is not None else (False, "no trace was written")
+        shown, said = fresh_replay(settings, trace) if trace is not None else (False, "no trace was written")
         history = not shown
         if shown:
             lines.append(f"(the trace holds these steps, a reset and the same steps again; replayed on a "
@@ -201,20 +246,20 @@ def finding_details(args: argparse.Namespace, result: CampaignResult, number: in
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
     elif finding.kind == FindingKind.TARGET_TOO_SLOW:
-        lines.append(f"(a call past --timeout {args.timeout:g}s is a finding of its own, one class per op: "
+        lines.append(f"(a call past --timeout {settings.timeout:g}s is a finding of its own, one class per op: "
                      f"not replayed here, since each replay waits the whole timeout; raise --timeout if the "
                      f"target is meant to take that long)")
     elif trace is not None and finding.kind != FindingKind.HARNESS_ERROR:
         # The replay command is printed only if it fails: a target that answered these steps
         # alike twice in the campaign, and right on a fresh start (one that kept its first
         # config, say), kept something from before the campaign's reset.
-        shown, said = fresh_replay(args, trace)
+        shown, said = fresh_replay(settings, trace)
         history = not shown
         if not shown:
             lines.append(f"(replayed on a fresh target, the trace does not fail ({said}): the target's "
                          f"state survives reset, from a run before these steps; the conform command "
                          f"below reproduces it and replaying the trace does not)")
-    lines.extend(reproduce_lines(args, result, None if history else trace))
+    lines.extend(reproduce_lines(settings, result, None if history else trace))
     return "\n".join(lines)
 
 
@@ -222,7 +267,7 @@ def _has_baseline(result: CampaignResult) -> bool:
     return result.masks is not None and bool(result.masks.known)
 
 
-def summary_table(result: CampaignResult, traces: list[Path | None]) -> list[str]:
+def summary_table(result: CampaignResult, traces: Sequence[Path | str | None]) -> list[str]:
     """One row per class, grouped by (kind, op, path) for reading: each group's causes
     (the model's branch, valid or refused input) on the rows under its first."""
     rows = [("#", "class", "cause", "requirements", "steps", "status", "trace")]
@@ -265,32 +310,46 @@ def known_lines(result: CampaignResult, where: str) -> list[str]:
     return lines
 
 
-def report_campaign(args: argparse.Namespace, result: CampaignResult) -> list[str]:
-    """Print every class of one campaign; return each class's details for JUnit."""
-    details, traces = [], []
+def campaign_report(result: CampaignResult, settings: ReportSettings,
+                    coverage: CoverageReport | None = None) -> Iterator[str]:
+    """The report of one campaign as conform and check print it, a line or a class at a
+    time: the verdict, the share of chunks run, each class (its trace written into
+    settings.trace_dir and replayed on a fresh target first; its trace and text noted on
+    the finding, for --json and JUnit), the table of classes, what was not compared, and
+    the spec coverage (`coverage`, or the result's own report when None)."""
+    yield verdict_line(result, settings.target)
+    yield from parallel.share_lines(result)
+    if result.depths and settings.coverage:
+        yield depth_line(result)
+    traces: list[Path | None] = []
     for number, finding in enumerate(result.findings, 1):
         trace, problem = None, None
         try:
-            trace = write_failure_trace(result, args.trace_dir, target=args.target,
-                                        producer=f"duespec {args.command}", finding=finding)
+            trace = write_failure_trace(result, settings.trace_dir, target=settings.target,
+                                        producer=f"duespec {settings.command}", finding=finding)
         except (OSError, ValueError) as error:
             problem = str(error)
         traces.append(trace)
-        details.append(finding_details(args, result, number, finding, trace, problem))
-        finding.trace, finding.details = trace, details[-1]  # type: ignore[attr-defined]  # for --json
-        print(details[-1], flush=True)
+        finding.trace, finding.details = trace, finding_details(settings, result, number, finding, trace, problem)
+        yield finding.details
     if result.findings:
-        print("\n".join(summary_table(result, traces)), flush=True)
-    for line in known_lines(result, getattr(args, "baseline", None) or "-"):
-        print(line, flush=True)
+        yield "\n".join(summary_table(result, traces))
+    yield from known_lines(result, settings.baseline or "-")
     not_compared = result.not_compared()
     if not_compared or result.stopped:
-        print("not compared:" if not_compared else "search:", flush=True)
+        yield "not compared:" if not_compared else "search:"
         for line in not_compared:
-            print(f"  - {line}", flush=True)
+            yield f"  - {line}"
         if result.stopped:
-            print(f"  search stopped: {result.stopped}", flush=True)
-    return details
+            yield f"  search stopped: {result.stopped}"
+    if settings.coverage or not settings.no_coverage:
+        report = coverage if coverage is not None else report_for(get_system(result.system), result)
+        yield report.render() if settings.coverage else report.summary_line()
+
+
+def render_report(result: CampaignResult, settings: ReportSettings) -> str:
+    """campaign_report as one text: what conform prints of the campaign."""
+    return "".join(f"{block}\n" for block in campaign_report(result, settings))
 
 
 def finding_printer(number: int, finding: Finding) -> None:
@@ -439,17 +498,11 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
                     database=database, progress_every=args.progress, stopper=stopper,
                     on_finding=finding_printer if args.progress > 0 else None)
             stopper.settle()  # a stop asked for now only keeps later campaigns from starting
-            print(verdict_line(result, args.target), flush=True)
-            parallel.print_share(result)
-            if result.depths and args.coverage:
-                print(depth_line(result), flush=True)
-            details = report_campaign(args, result)
             report = report_for(system, result)
             coverage.append(report)
-            if args.coverage:
-                print(report.render(), flush=True)
-            elif not args.no_coverage:
-                print(report.summary_line(), flush=True)
+            for block in campaign_report(result, ReportSettings.from_args(args), report):
+                print(block, flush=True)
+            details = [finding.details or "" for finding in result.findings]
             cases.append(junit.Case(result, args.target, "\n\n".join(details), tuple(details)))
             if not long:
                 reports.append(campaign_to_json(result, target=args.target, examples=args.examples, steps=args.steps,

@@ -343,7 +343,7 @@ def merge_groups(entries: list[tuple[str, dict[str, Any]]],
             parts = [campaign_from_json(campaign) for _, campaign in chunks]
         except (KeyError, TypeError, ValueError) as error:
             raise UsageError(f"{first_path}: malformed campaign ({type(error).__name__}: {error})") from None
-        single = all(len(p.chunks) == 1 for p in parts)  # type: ignore[attr-defined]
+        single = all(len(p.chunks) == 1 for p in parts)
         last = cutoff(parts, list(range(total)), first["max_classes"]) if single else None
         needed = range(total if last is None else last + 1)
         not_run, cut = [], []
@@ -356,14 +356,14 @@ def merge_groups(entries: list[tuple[str, dict[str, Any]]],
                 raise UsageError(f"{name}: chunks {listed} of {total} are in no report (a shard is missing)")
             not_run.append((chunk, stopped[0]))
         if last is not None:
-            keep = [index for index, part in enumerate(parts) if part.chunks[0] <= last]  # type: ignore[attr-defined]
+            keep = [index for index, part in enumerate(parts) if part.chunks[0] <= last]
             parts, chunks = [parts[i] for i in keep], [chunks[i] for i in keep]
         for (path, part), result in zip(chunks, parts):
             if part["cut_short"]:
-                cut.append((result.chunks[0], path, part["cut_short"]))  # type: ignore[attr-defined]
+                cut.append((result.chunks[0], path, part["cut_short"]))
         result = combine(parts, profile=profile, system=system, seed=first["seed"],
                          declared=[declared_from_json(entry) for entry in first["declared"]])
-        result.total_chunks = total  # type: ignore[attr-defined]
+        result.total_chunks = total
         result.examples_asked = first["examples_budget"]
         result.request_tags = dict(first["request_tags"])
         incomplete = _why_incomplete(cut, not_run)
@@ -430,18 +430,17 @@ def main(args: argparse.Namespace) -> int:
         print(verdict_line(result, first["target"]), flush=True)
         details = []
         for finding in result.findings:
-            text = getattr(finding, "details", None) or f"{finding.label}\n{finding.summary}"
-            chunks = getattr(finding, "chunks", [])
+            text = finding.details or f"{finding.label}\n{finding.summary}"
+            chunks = finding.chunks
             text += f"\nfound in chunk{'s' if len(chunks) > 1 else ''} {', '.join(map(str, chunks))}"
-            if getattr(finding, "from_database", False):
+            if finding.from_database:
                 text += " (by replay from the example database)"
             details.append(text)
             print(text, flush=True)
         if result.findings:
-            print("\n".join(summary_table(result, [getattr(f, "trace", None) for f in result.findings])), flush=True)
-        stats = getattr(result, "database_stats", None)
-        if stats is not None:
-            print(stats.line(), flush=True)
+            print("\n".join(summary_table(result, [f.trace for f in result.findings])), flush=True)
+        if result.database_stats is not None:
+            print(result.database_stats.line(), flush=True)
         failed = failed or not result.ok
         incomplete = incomplete or group.incomplete is not None
         cases.append(junit.Case(result, first["target"], "\n\n".join(details), tuple(details)))

@@ -174,19 +174,19 @@ def run_chunk(system: System, factory: TargetFactory, spec: CampaignSpec, chunk:
                           request_tags=dict(spec.request_tags), stopper=stopper, on_finding=on_finding,
                           reset=spec.reset, baseline=spec.baseline, valid_only=spec.valid_only)
     mark_chunk(result, chunk.index, campaign_db.stats if campaign_db is not None else None)
-    result.started_at = started_at  # type: ignore[attr-defined]
+    result.started_at = started_at
     return result
 
 
 def mark_chunk(result: CampaignResult, index: int, stats: examples_db.Stats | None) -> None:
     """Note where each finding came from, so that merging is the same however it is split."""
-    result.chunks = [index]  # type: ignore[attr-defined]
-    result.database_stats = stats  # type: ignore[attr-defined]
+    result.chunks = [index]
+    result.database_stats = stats
     hits = set(stats.hit_searches) if stats is not None else set()
     for position, finding in enumerate(result.findings):
-        finding.chunks = [index]  # type: ignore[attr-defined]
-        finding.position = position  # type: ignore[attr-defined]
-        finding.from_database = position in hits  # type: ignore[attr-defined]
+        finding.chunks = [index]
+        finding.position = position
+        finding.from_database = position in hits
 
 
 _WORKER: dict[str, Any] = {}
@@ -301,18 +301,17 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
                 raise
     last = cutoff(results, [c.index for c in mine], spec.max_classes)
     if last is not None:
-        results = [part for part in results if part.chunks[0] <= last]  # type: ignore[attr-defined]
-    results.sort(key=lambda part: part.chunks[0])  # type: ignore[attr-defined]
+        results = [part for part in results if part.chunks[0] <= last]
+    results.sort(key=lambda part: part.chunks[0])
     for part in results:  # a chunk's first failure, from the start of the campaign rather than the chunk's
-        chunk_started = getattr(part, "started_at", None)
-        if part.first_failure_seconds is not None and chunk_started is not None:
-            part.first_failure_seconds += max(0.0, chunk_started - started_at)
+        if part.first_failure_seconds is not None and part.started_at is not None:
+            part.first_failure_seconds += max(0.0, part.started_at - started_at)
     merged = combine(results, profile=spec.profile, system=system.name, seed=seed, declared=list(declared),
                      scope=scope, seconds=time.perf_counter() - started)
-    merged.total_chunks = len(every)  # type: ignore[attr-defined]
-    merged.shard = shard  # type: ignore[attr-defined]
-    merged.jobs = jobs  # type: ignore[attr-defined]
-    merged.parts = results  # type: ignore[attr-defined]
+    merged.total_chunks = len(every)
+    merged.shard = shard
+    merged.jobs = jobs
+    merged.parts = results
     merged.request_tags = dict(spec.request_tags)
     merged.examples_asked = examples
     if stopper is not None and stopper.requested:
@@ -324,7 +323,7 @@ def cutoff(parts: list[CampaignResult], order: list[int], max_classes: int) -> i
     """The first chunk (in `order`) at which the chunks up to it, all present, have found
     `max_classes` undeclared classes together (declared ones never count); None when there
     is none yet."""
-    by_index = {part.chunks[0]: part for part in parts}  # type: ignore[attr-defined]
+    by_index = {part.chunks[0]: part for part in parts}
     classes: set[Any] = set()
     for index in order:
         if index not in by_index:
@@ -336,7 +335,7 @@ def cutoff(parts: list[CampaignResult], order: list[int], max_classes: int) -> i
 
 
 def _chunk_line(say: Callable[[str], None], result: CampaignResult, done: int, total: int, started: float) -> None:
-    say(f"  ... chunk {result.chunks[0]} done ({done} of {total}): {result.examples} runs, "  # type: ignore[attr-defined]
+    say(f"  ... chunk {result.chunks[0]} done ({done} of {total}): {result.examples} runs, "
         f"{result.steps} steps, {len(result.findings)} class{'' if len(result.findings) == 1 else 'es'}, "
         f"{time.perf_counter() - started:.0f}s")
 
@@ -352,23 +351,21 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
     Associative and independent of the order of `parts`: a class is listed once, in the
     order of (first chunk that found it, its place there), with the shortest counterexample
     (earliest chunk on a tie); counts are sums."""
-    parts = sorted(parts, key=lambda part: min(getattr(part, "chunks", [0]) or [0]))
+    parts = sorted(parts, key=lambda part: min(part.chunks or [0]))
     groups: dict[Any, list[Finding]] = {}
     for part in parts:
         for finding in part.findings:
             groups.setdefault(_class_key(finding), []).append(finding)
     findings: list[Finding] = []
     for same in groups.values():
-        first = min(same, key=lambda f: (min(f.chunks), f.position))  # type: ignore[attr-defined]
-        best = min(same, key=lambda f: (len(f.counterexample), min(f.chunks)))  # type: ignore[attr-defined]
+        first = min(same, key=lambda f: (min(f.chunks), f.position))
+        best = min(same, key=lambda f: (len(f.counterexample), min(f.chunks)))
         chosen = copy.copy(best)  # the parts keep their own findings as they were
-        chosen.chunks = sorted({c for f in same for c in f.chunks})  # type: ignore[attr-defined]
-        chosen.order = (min(first.chunks), first.position)  # type: ignore[attr-defined]
-        chosen.from_database = any(getattr(f, "from_database", False) for f in same)  # type: ignore[attr-defined]
+        chosen.chunks = sorted({c for f in same for c in f.chunks})
+        chosen.position = first.position  # its place in chunks[0], the earliest chunk that found it
+        chosen.from_database = any(f.from_database for f in same)
         findings.append(chosen)
-    findings.sort(key=lambda f: f.order)  # type: ignore[attr-defined]
-    for finding in findings:
-        finding.position = finding.order[1]  # type: ignore[attr-defined]
+    findings.sort(key=lambda f: (f.chunks[0], f.position))
     masks = Masks(profile, declared=list(declared))
     coverage: Counter[str] = Counter()
     depths: list[dict[str, int]] = []
@@ -382,13 +379,12 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
             masks.runs_ended.update(part.masks.runs_ended)
             masks.not_sent += part.masks.not_sent
             masks.active.extend(entry for entry in part.masks.active if entry not in masks.active)
-        part_stats = getattr(part, "database_stats", None)
-        if part_stats is not None:
+        if part.database_stats is not None:
             if stats is None:
-                stats = examples_db.Stats(part_stats.where)
-            stats.add(part_stats)
+                stats = examples_db.Stats(part.database_stats.where)
+            stats.add(part.database_stats)
         if part.stopped and stopped is None:
-            chunks = getattr(part, "chunks", [])
+            chunks = part.chunks
             stopped = (f"chunk {chunks[0]}: {part.stopped}" if len(chunks) == 1 and len(parts) > 1
                        else part.stopped)
     masks.found = [f.divergence_class for f in findings if f.divergence_class is not None]
@@ -415,8 +411,8 @@ def combine(parts: list[CampaignResult], *, profile: str, system: str, seed: int
         namespaced=any(p.namespaced for p in parts),
         first_failure_seconds=min(firsts) if firsts and first else None,
         first_failure_run=first_run if first else None)
-    merged.chunks = sorted({c for p in parts for c in getattr(p, "chunks", [])})  # type: ignore[attr-defined]
-    merged.database_stats = stats  # type: ignore[attr-defined]
+    merged.chunks = sorted({c for p in parts for c in p.chunks})
+    merged.database_stats = stats
     return merged
 
 
@@ -455,17 +451,16 @@ def open_database_of(args: argparse.Namespace) -> examples_db.CampaignDatabase |
         raise UsageError(str(error)) from None
 
 
-def print_share(result: CampaignResult) -> None:
+def share_lines(result: CampaignResult) -> list[str]:
     """The lines a chunked campaign adds to the report: which share ran, the database."""
-    shard, total, chunks = getattr(result, "shard", None), getattr(result, "total_chunks", 1), getattr(result, "chunks", [0])
+    lines = []
+    shard, total = result.shard, result.total_chunks
     if shard is not None or total > 1:
         where = f"shard {shard[0]}/{shard[1]}: " if shard is not None else ""
-        print(f"{where}chunks {', '.join(map(str, chunks)) or 'none'} of {total} "
-              f"(at most {CHUNK_RUNS} runs each), {getattr(result, 'jobs', 1)} job"
-              f"{'' if getattr(result, 'jobs', 1) == 1 else 's'}", flush=True)
-    stats = getattr(result, "database_stats", None)
-    if stats is not None:
-        print(stats.line(), flush=True)
-    hits = [finding.label for finding in result.findings if getattr(finding, "from_database", False)]
-    for label in hits:
-        print(f"database hit: {label} (found by replaying a saved example)", flush=True)
+        lines.append(f"{where}chunks {', '.join(map(str, result.chunks)) or 'none'} of {total} "
+                     f"(at most {CHUNK_RUNS} runs each), {result.jobs} job{'' if result.jobs == 1 else 's'}")
+    if result.database_stats is not None:
+        lines.append(result.database_stats.line())
+    lines += [f"database hit: {finding.label} (found by replaying a saved example)"
+              for finding in result.findings if finding.from_database]
+    return lines

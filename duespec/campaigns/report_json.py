@@ -48,10 +48,9 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "label": finding.label, "summary": finding.summary, "failure": finding.failure,
         "counterexample": finding.counterexample, "config": finding.config,
         "declared": [declared_to_json(entry) for entry in finding.declared],
-        "evidence": finding.evidence, "known": finding.known, "chunks": list(getattr(finding, "chunks", [0])),
-        "position": getattr(finding, "position", 0), "from_database": getattr(finding, "from_database", False),
-        "trace": None if getattr(finding, "trace", None) is None else str(finding.trace),  # type: ignore[attr-defined]
-        "details": getattr(finding, "details", None),
+        "evidence": finding.evidence, "known": finding.known, "chunks": list(finding.chunks),
+        "position": finding.position, "from_database": finding.from_database,
+        "trace": None if finding.trace is None else str(finding.trace), "details": finding.details,
     }
 
 
@@ -69,12 +68,12 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
     """The campaign as `--json` holds it. `ok` is its verdict (no undeclared class, and not
     cut short by a signal), written for people and other tools; `merge` derives its own
     from the findings, the chunks and `cut_short` (why it stopped early, or null)."""
-    stats = getattr(result, "database_stats", None)
+    stats = result.database_stats
     masks = result.masks
     return {
         "system": result.system, "profile": result.profile, "target": target, "seed": result.seed,
         "examples_budget": examples, "steps_per_run": steps, "depth": depth, "max_classes": max_classes,
-        "chunks": list(getattr(result, "chunks", [0])), "total_chunks": getattr(result, "total_chunks", 1),
+        "chunks": list(result.chunks), "total_chunks": result.total_chunks,
         "runs": result.examples, "steps": result.steps, "seconds": round(result.seconds, 3),
         "ok": result.ok and not incomplete(result), "failure_kind": result.failure_kind,
         "searches": result.searches, "stopped": result.stopped, "cut_short": result.cut_short,
@@ -92,8 +91,8 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
         "baseline": [class_to_json(known) for known in result.masks.known] if result.masks else [],
         # Per chunk, what `duespec merge` combines (it applies --max-classes across shards).
         "parts": [campaign_to_json(part, target=target, examples=examples, steps=steps, depth=depth,
-                                   max_classes=max_classes) | {"total_chunks": getattr(result, "total_chunks", 1)}
-                  for part in getattr(result, "parts", [])],
+                                   max_classes=max_classes) | {"total_chunks": result.total_chunks}
+                  for part in result.parts],
     }
 
 
@@ -113,12 +112,9 @@ def finding_from_json(data: dict[str, Any]) -> Finding:
                       failure=data["failure"], counterexample=data["counterexample"],
                       declared=[declared_from_json(entry) for entry in data.get("declared", [])],
                       config=data.get("config") or {}, evidence=data.get("evidence"),
-                      known=bool(data.get("known")))
-    finding.chunks = list(data.get("chunks", [0]))  # type: ignore[attr-defined]
-    finding.position = data.get("position", 0)  # type: ignore[attr-defined]
-    finding.from_database = bool(data.get("from_database"))  # type: ignore[attr-defined]
-    finding.trace = data.get("trace")  # type: ignore[attr-defined]
-    finding.details = data.get("details")  # type: ignore[attr-defined]
+                      known=bool(data.get("known")), chunks=list(data.get("chunks", [0])),
+                      position=data.get("position", 0), from_database=bool(data.get("from_database")),
+                      trace=data.get("trace"), details=data.get("details"))
     return finding
 
 
@@ -146,10 +142,9 @@ def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
         searches=data.get("searches", 1), stopped=data.get("stopped"), depths=data.get("depths", []),
         first_failure_seconds=data.get("first_failure_seconds"), first_failure_run=data.get("first_failure_run"),
         cut_short=data.get("cut_short"), examples_asked=data.get("examples_budget", 0),
-        request_tags=dict(data.get("request_tags", {})))
-    result.chunks = list(data["chunks"])  # type: ignore[attr-defined]
-    result.total_chunks = data["total_chunks"]  # type: ignore[attr-defined]
-    result.database_stats = Stats.from_json(data["database"]) if data.get("database") else None  # type: ignore[attr-defined]
+        request_tags=dict(data.get("request_tags", {})), chunks=list(data["chunks"]),
+        total_chunks=data["total_chunks"],
+        database_stats=Stats.from_json(data["database"]) if data.get("database") else None)
     return result
 
 

@@ -43,6 +43,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from duespec import __version__
 from duespec.campaigns.classes import Masks, slow_key
+from duespec.campaigns.database import Stats
 from duespec.campaigns.lockstep import CampaignStopped, lockstep
 from duespec.campaigns.minimise import minimise
 from duespec.campaigns.reset_leak import leak_trace, probe
@@ -100,6 +101,15 @@ class Finding:
     evidence: dict[str, Any] | None = None
     #: Its class is in the campaign's baseline (--baseline): KNOWN, not NEW.
     known: bool = False
+    #: The chunks of the campaign that found it (duespec.campaigns.parallel), and its place
+    #: in the earliest one's findings: what orders classes the same however a campaign is split.
+    chunks: list[int] = field(default_factory=lambda: [0])
+    position: int = 0
+    #: Found by replaying a saved example (--database), not by a new run.
+    from_database: bool = False
+    #: Where its counterexample was written, and what the report printed of it (for --json).
+    trace: Path | str | None = None
+    details: str | None = None
 
     @property
     def gates(self) -> bool:
@@ -154,6 +164,19 @@ class CampaignResult:
     request_tags: dict[str, str] = field(default_factory=dict)
     #: The target was never reset: each run in a namespace of its own (--reset none).
     namespaced: bool = False
+    #: The chunks of the campaign it ran, of `total_chunks` (duespec.campaigns.parallel); a
+    #: campaign run whole is its own chunk 0 of 1.
+    chunks: list[int] = field(default_factory=lambda: [0])
+    total_chunks: int = 1
+    #: The share of the chunks it ran (--shard I/N), and on how many processes (--jobs).
+    shard: tuple[int, int] | None = None
+    jobs: int = 1
+    #: A merged campaign's per-chunk results, in chunk order (what `duespec merge` combines).
+    parts: list[CampaignResult] = field(default_factory=list)
+    #: When its chunk started, by the clock every process of the machine shares (time.time()).
+    started_at: float | None = None
+    #: What the example database (--database) replayed and saved.
+    database_stats: Stats | None = None
 
     @property
     def ok(self) -> bool:

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Generator, Iterable, Iterator
 
 import orjson
 
@@ -157,8 +157,9 @@ def is_reset(line: dict[str, Json]) -> bool:
     return "i" not in line
 
 
-def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[dict[str, Json]]]:
-    """The header now, and the steps lazily, one validated line at a time.
+def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Generator[dict[str, Json], None, None]]:
+    """The header now, and the steps lazily, one validated line at a time (close() the
+    generator to close the file before reading to its end).
 
     The iterator yields each step, and each reset line as read (`{"reset": CONFIG}`, the
     only line without "i"; is_reset tells). The header is checked before this returns; a
@@ -191,7 +192,7 @@ def _well_formed(step: Json, i: int) -> bool:
             and len(step) == 4 + ("result" in step) + ("state" in step))
 
 
-def _steps(handle: Any, where: str) -> Iterator[dict[str, Json]]:
+def _steps(handle: Any, where: str) -> Generator[dict[str, Json], None, None]:
     """The steps after the header, each checked as it is read.
 
     The usual line (within the length limit, a shape orjson parses as json would, a

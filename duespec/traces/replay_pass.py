@@ -436,7 +436,7 @@ class ReplayPass:
             raise Diverged(first.step, located.describe() if located else first.text, located) from None
         finally:
             again.close()
-            steps.close()  # type: ignore[attr-defined]
+            steps.close()
         raise Diverged(differs.step, differs.text + "\n  (a second replay did not reproduce it: "
                                                      "the target is not deterministic)", differs.difference)
 
@@ -481,7 +481,7 @@ class ReplayPass:
             model.close()
             raise
         finally:
-            steps.close()  # type: ignore[attr-defined]
+            steps.close()
         return model
 
     def drift(self, step: dict[str, Json], answer: Json) -> Diverged:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
@@ -28,6 +29,7 @@ from duespec.systems.schedules.ops import (
     TARGET,
     TEMPLATES,
 )
+from duespec.targets.interface import Json
 
 WEEKDAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 ALIAS_NAMES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -95,6 +97,15 @@ class DialectAndCatchUp:
     """The two rules, mixed into SchedulesMachine (which provides act, schedules and
     move_clock)."""
 
+    if TYPE_CHECKING:  # what SchedulesMachine provides, declared for the type checker alone
+        now: int
+        deleted: list[str]
+
+        def act(self, op: str, args: dict[str, Json]) -> dict[str, Json]: ...
+        def schedules(self) -> list[dict[str, Json]]: ...
+        def move_clock(self, to: int) -> None: ...
+        def invariants_hold(self) -> None: ...
+
     @rule(feature=st.sampled_from(tuple(CRON_FEATURES)))
     def sends_a_feature_of_the_dialect(self, feature: str) -> None:
         """SR-07: every cron of one feature, the other arguments valid: an accepted one is
@@ -105,11 +116,11 @@ class DialectAndCatchUp:
             reached(f"SR-07.{feature}")
             if cron in CASE_OF:
                 reached(f"SR-07.{feature}_{CASE_OF[cron]}")
-            if self.act("schedule.create", {"id": EDGE_ID, "cron": cron, **create})["status"] == 200:  # type: ignore[attr-defined]
-                self.act("schedule.delete", {"id": EDGE_ID})  # type: ignore[attr-defined]
+            if self.act("schedule.create", {"id": EDGE_ID, "cron": cron, **create})["status"] == 200:
+                self.act("schedule.delete", {"id": EDGE_ID})
 
     def has_no_schedule(self) -> bool:
-        return not self.schedules()  # type: ignore[attr-defined]
+        return not self.schedules()
 
     @precondition(has_no_schedule)
     @rule(hour=st.sampled_from(range(2)), place=st.sampled_from(CATCH_UP_PLACES),
@@ -121,7 +132,7 @@ class DialectAndCatchUp:
         created 2 minutes before the hour's end, left unticked for 4,
         over the hour's (the day's, the month's, the year's) end, caught up by one tick, and
         deleted."""
-        today = (_EPOCH + dt.timedelta(milliseconds=self.now)).date()  # type: ignore[attr-defined]
+        today = (_EPOCH + dt.timedelta(milliseconds=self.now)).date()
         if today >= _LAST_DAY:
             return
         if place == "a_day":
@@ -137,24 +148,24 @@ class DialectAndCatchUp:
                                  [f"SR-08.hour_{at:02}", *([] if place == "a_day" else [f"SR-08.{place}"])])
 
     def catches_up_once(self, start: int, cron: str, id: str, tags: list[str]) -> None:
-        self.move_clock(start)  # type: ignore[attr-defined]
-        if self.now != start:  # type: ignore[attr-defined]
+        self.move_clock(start)
+        if self.now != start:
             return
-        if self.act("schedule.create", {  # type: ignore[attr-defined]
+        if self.act("schedule.create", {
                 "id": id, "cron": cron, "promiseId": TEMPLATES[0], "promiseTimeout": MINUTE,
                 "promiseParam": PARAMS[0], "promiseTags": TARGET})["status"] != 200:
             return
-        self.move_clock(start + 2 * CATCH_UP_LEAD)  # type: ignore[attr-defined]
-        if self.now == start + 2 * CATCH_UP_LEAD:  # type: ignore[attr-defined]
+        self.move_clock(start + 2 * CATCH_UP_LEAD)
+        if self.now == start + 2 * CATCH_UP_LEAD:
             for tag in tags:
                 reached(tag)
-        self.act("tick", {})  # type: ignore[attr-defined]
+        self.act("tick", {})
         # the states compared after each catch-up, not only after the rule's last one: a
         # catch-up that goes wrong is then found (and its run shrunk) at its own tick, not
         # dozens of steps of later days on
-        self.invariants_hold()  # type: ignore[attr-defined]
-        if self.act("schedule.delete", {"id": id})["status"] == 200:  # type: ignore[attr-defined]
-            self.deleted.append(id)  # type: ignore[attr-defined]
+        self.invariants_hold()
+        if self.act("schedule.delete", {"id": id})["status"] == 200:
+            self.deleted.append(id)
 
 
 #: The coverage tags the two rules give (REQUIRED_TAGS holds a default campaign to each).
