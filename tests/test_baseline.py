@@ -174,3 +174,24 @@ def test_only_valid_inputs_leave_a_gap_in_validation_unsent(
     assert conform(tmp_path, "--inputs", "valid") == 1
     out = capsys.readouterr().out
     assert "response get $.error" in out and "refused input" not in out[out.index("divergence classes:"):], out
+
+
+def test_a_known_class_never_ends_a_chunked_campaign_early() -> None:
+    """A campaign in chunks stops after the chunk that found --max-classes classes: only
+    classes that fail it may count. A known class (found anyway: a target error, or in a
+    chunk run before its class was masked) once counted, and resonate-pg's response-only
+    campaign said HOLDS having run one chunk of two."""
+    from types import SimpleNamespace
+
+    from duespec.campaigns.parallel import cutoff
+    from duespec.campaigns.run import Finding
+
+    def part(index: int, *findings: Finding) -> Any:
+        return SimpleNamespace(chunks=[index], findings=list(findings))
+
+    known = Finding(FindingKind.NOT_REPRODUCIBLE, None, "not reproducible", "not reproducible", [], known=True)
+    declared = Finding(FindingKind.RESPONSE, None, "declared", "declared", [], declared=["an entry"])
+    new = Finding(FindingKind.RESPONSE, None, "new", "new", [])
+    assert cutoff([part(0, known, declared), part(1)], [0, 1], max_classes=1) is None
+    assert cutoff([part(0, known), part(1, new)], [0, 1], max_classes=1) == 1
+    assert cutoff([part(0, new), part(1)], [0, 1], max_classes=1) == 0

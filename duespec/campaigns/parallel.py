@@ -321,14 +321,15 @@ def run_chunks(system: System, factory: TargetFactory, spec: CampaignSpec, *, se
 
 def cutoff(parts: list[CampaignResult], order: list[int], max_classes: int) -> int | None:
     """The first chunk (in `order`) at which the chunks up to it, all present, have found
-    `max_classes` undeclared classes together (declared ones never count); None when there
-    is none yet."""
+    `max_classes` classes that fail the campaign together (declared and known ones never
+    count: a campaign that stopped at one would say HOLDS over chunks it never ran); None
+    when there is none yet."""
     by_index = {part.chunks[0]: part for part in parts}
     classes: set[Any] = set()
     for index in order:
         if index not in by_index:
             return None
-        classes.update(_class_key(finding) for finding in by_index[index].findings if not finding.declared)
+        classes.update(_class_key(finding) for finding in by_index[index].findings if finding.gates)
         if len(classes) >= max_classes:
             return index
     return None
