@@ -118,7 +118,7 @@ def verdict_line(result: CampaignResult, target: str) -> str:
     if result.cut_short is not None:
         within = " (HOLDS within that budget only)" if result.ok and result.cut_short.startswith("--budget") else ""
         line += (f"; CUT SHORT by {result.cut_short} after {result.examples:,} runs "
-                 f"({result.examples_asked:,} asked per search){within}")
+                 f"({result.examples_asked:,} asked){within}")
     return line
 
 
@@ -132,8 +132,9 @@ def depth_line(result: CampaignResult) -> str:
     return f"depth over {len(result.depths)} runs: " + "; ".join(parts)
 
 
-def counterexample_lines(steps: list[dict]) -> list[str]:
-    lines = [f"shrunk counterexample ({len(steps)} steps; `result` is the model's answer):"]
+def counterexample_lines(steps: list[dict], shrunk: bool = True) -> list[str]:
+    lines = [f"{'shrunk counterexample' if shrunk else 'counterexample as first seen'} ({len(steps)} steps; "
+             f"`result` is the model's answer):"]
     shown = steps if len(steps) <= SHOWN_STEPS else steps[-SHOWN_STEPS:]
     if len(shown) < len(steps):
         lines.append(f"  ... {len(steps) - len(shown)} earlier steps in the trace file")
@@ -220,7 +221,7 @@ def finding_details(settings: ReportSettings, result: CampaignResult, number: in
                      "by a comparison with the target; Hypothesis's report follows)")
         lines.append(finding.failure)
     if finding.counterexample:
-        lines.extend(counterexample_lines(finding.counterexample))
+        lines.extend(counterexample_lines(finding.counterexample, finding.shrunk))
     if result.first_failure_seconds is not None and number == 1:
         which = f" (run {result.first_failure_run:,})" if result.first_failure_run is not None else ""
         lines.append(f"first failing run{which} found after {result.first_failure_seconds:.2f}s "
