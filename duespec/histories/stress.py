@@ -152,7 +152,9 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         # A worker finishes, releases or suspends what it holds; it suspends on a promise it
         # created (as an SDK does), so a held task whose companion exists first.
         ready = [task for task in held if f"{task}-f" in shared.created] if kind == "task.suspend" else []
-        id = rng.choice(ready if ready and rng.random() < 0.8 else held)
+        # The latest acquired most often: an older lease has likely lapsed.
+        pool = ready if ready and rng.random() < 0.8 else held
+        id = pool[-1] if rng.random() < 0.6 else rng.choice(pool)
         other = f"{id}-f"
     if kind in ("task.suspend", "promise.register_callback") and other not in shared.created and rng.random() < 0.7:
         kind, id = "promise.create", other  # the promise to await, created first
@@ -209,6 +211,7 @@ def learn(shared: Shared, op: str, response: dict[str, Json] | None) -> None:
         shared.versions[task["id"]] = task["version"]
         if op in ("task.acquire", "task.create") and response.get("status") == 200:
             if isinstance(task.get("pid"), str):
+                shared.holders.pop(task["id"], None)  # the latest acquired last
                 shared.holders[task["id"]] = task["pid"]
             shared.move_on(task["id"])
         elif task.get("state") not in (None, "acquired"):
