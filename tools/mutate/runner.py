@@ -61,9 +61,7 @@ def run_in_this_process(file: str, index: int | str, trace_dir: str, exact: bool
     import duespec.campaigns.run as campaign_run
     from hypothesis import Phase, settings
 
-    def without_shrinking(parent: settings | None = None, **chosen: object) -> settings:
-        if parent is not None:  # a search's settings made from the campaign's (already without)
-            return settings(parent, **chosen)  # type: ignore[arg-type]
+    def without_shrinking(**chosen: object) -> settings:
         chosen["phases"] = [phase for phase in chosen["phases"] if phase is not Phase.shrink]  # type: ignore[attr-defined]
         return settings(**chosen)  # type: ignore[arg-type]
 
