@@ -234,7 +234,7 @@ def test_a_budget_holds_within_it_only_and_says_so(tmp_path: Path, capsys: pytes
                  "--no-coverage", "--trace-dir", str(tmp_path)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("HOLDS: duebook") and "CUT SHORT by --budget 2s after" in first, first
-    assert "(1,000,000 asked) (HOLDS within that budget only)" in first
+    assert "(1,000,000 asked per search) (HOLDS within that budget only)" in first
 
 
 class StopsAtTheFirstFailure(Stopper):

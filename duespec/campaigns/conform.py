@@ -118,7 +118,7 @@ def verdict_line(result: CampaignResult, target: str) -> str:
     if result.cut_short is not None:
         within = " (HOLDS within that budget only)" if result.ok and result.cut_short.startswith("--budget") else ""
         line += (f"; CUT SHORT by {result.cut_short} after {result.examples:,} runs "
-                 f"({result.examples_asked:,} asked){within}")
+                 f"({result.examples_asked:,} asked per search){within}")
     return line
 
 

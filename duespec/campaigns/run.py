@@ -263,7 +263,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        fixed_config=not reset, refuses=system.refuses, valid_only=valid_only)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "first_failure_run": None,
                                "smallest": None, "shrink_since": None, "smallest_of_class": None, "shrink_cut": None,
-                               "first_class": None, "shrink_steps": 0, "generated": 0, "search_start": 0}
+                               "first_class": None, "shrink_steps": 0}
 
     def slow_budget_spent() -> bool:
         """A search shrinking a failure stops when its budget of work is spent (steps, or
@@ -315,8 +315,6 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
             if smallest is None or len(self.steps) < len(smallest[1]):
                 counted["smallest"] = (in_flight, list(self.steps), dict(machine.last_config))
             found = getattr(in_flight, "divergence_class", None)
-            if counted["failed_runs"] == 1:  # the runs this search drew before it failed
-                counted["generated"] += counted["examples"] - counted["search_start"]
             if counted["failed_runs"] == 1 and not counted["shrink_cut"]:  # its shrinking is bounded from now
                 counted["shrink_since"], counted["first_class"] = time.perf_counter(), found
                 counted["shrink_steps"] = machine.total_steps
@@ -358,23 +356,16 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         while True:
             if stopper.requested:
                 break
-            # The runs left of the budget: a search after a class goes on from where the last
-            # one failed, on a seed of its own; from the same seed it would walk the runs
-            # before the failure again (they passed, and pass with one more class masked).
-            left = examples - counted["generated"]
-            if searches and left <= 0:
-                break
             searches += 1
-            counted["search_start"] = counted["examples"]
             counted["failed_runs"], counted["smallest"] = 0, None
             counted["shrink_since"], counted["smallest_of_class"], counted["shrink_cut"] = None, None, None
             counted["first_class"] = None
-            hypothesis_seed(seed if searches == 1 else search_seed(seed, searches))(machine)
+            hypothesis_seed(seed)(machine)
             try:
                 # the report is ours; Hypothesis's would repeat it
                 with with_reporter(_quiet), (without_local_constants() if system.seeded_draws_only
                                              else nullcontext()), hypothesis_shrinks_by_work():
-                    run_state_machine_as_test(machine, settings=settings(run_settings, max_examples=left))
+                    run_state_machine_as_test(machine, settings=run_settings)
                 break
             except Unsatisfiable:
                 stopped = "every run of the last search ended at a masked difference"
@@ -446,12 +437,6 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
 
 #: Why a declared class's counterexample is as first seen: it is reported, not debugged.
 NOT_SHRUNK = "not shrunk, a declared difference"
-
-
-def search_seed(seed: int, search: int) -> int:
-    """The seed of a campaign's search after its first: one of its own, the same every time
-    (the campaign replays as a whole), and none that another chunk's seed draws."""
-    return int.from_bytes(hashlib.sha256(f"{seed}/search {search}".encode()).digest()[:8], "big")
 
 
 def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks,
