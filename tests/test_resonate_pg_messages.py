@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from needs import unavailable  # noqa: E402
 from pg_support import PostgresServer, PostgresUnavailable, resonate_sql  # noqa: E402
 
 from duespec.coverage import isolated  # noqa: E402
@@ -47,7 +48,7 @@ def postgres():
     try:
         server = PostgresServer().start()
     except PostgresUnavailable as error:
-        pytest.fail(f"resonate-pg cannot be checked: {error}", pytrace=False)
+        unavailable("resonate-pg", str(error))
     yield server
     server.stop()
 
