@@ -277,15 +277,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"command {c.label:26} duespec {' '.join(c.argv)}")
         return 0
 
+    if args.logs is not None and args.logs.exists() and (not args.logs.is_dir() or any(args.logs.iterdir())):
+        print(f"run.py: --logs {args.logs} exists and is not an empty directory (its files are never "
+              f"overwritten)", file=sys.stderr)
+        return 2
     try:
         original = pg_support.resonate_sql()
         pg_support.pg_bin_dir()
     except pg_support.PostgresUnavailable as error:
         print(f"run.py: {error}", file=sys.stderr)
-        return 2
-    if args.logs is not None and args.logs.exists() and (not args.logs.is_dir() or any(args.logs.iterdir())):
-        print(f"run.py: --logs {args.logs} exists and is not an empty directory (its files are never "
-              f"overwritten)", file=sys.stderr)
         return 2
     logs = args.logs or Path(tempfile.mkdtemp(prefix="pg-variants-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
