@@ -95,11 +95,13 @@ class SlowOnceItsBugShows(ModelTarget):
         if type(self).shown:
             import time
 
+            if os.environ.get("DUESPEC_TEST_BUG_SHOWN"):
+                # Touched at the first step after the bug showed: the failing run has ended
+                # and the search knows it, so a test waiting on this file signals a shrink.
+                Path(os.environ["DUESPEC_TEST_BUG_SHOWN"]).touch()
             time.sleep(self.SLOW_STEP_SECONDS)
         response = super().step(op, args, now)
         if op == "claim" and response.get("error") == "not_due":
-            if not type(self).shown and os.environ.get("DUESPEC_TEST_BUG_SHOWN"):
-                Path(os.environ["DUESPEC_TEST_BUG_SHOWN"]).touch()  # for a test to wait on
             type(self).shown = True
             return {"error": "not_found", "message": "nothing claimable with this id"}
         return response
