@@ -459,15 +459,18 @@ def _overlap(a: dict, b: dict) -> bool:
 
 
 def _fires_a_task_timeout_another_tick_fired(counterexample: dict) -> bool:
-    """F-6: the culprit is a tick that fired a retry or a lease of a task another tick,
-    overlapping it, fired too."""
+    """F-6: a tick fired a retry or a lease of a task another tick, overlapping it, fired
+    too: the culprit, or (a counterexample whose every order fails names none) any tick."""
     by_index = dict(zip(counterexample["original"], counterexample["events"]))
-    tick = by_index[counterexample["violation"]["culprit"]] if counterexample["violation"] else None
-    if tick is None or tick["op"] != "tick":
-        return False
-    mine = {(f["kind"], f["id"]) for f in tick["response"]["fired"] if f["kind"] in ("retry", "lease")}
-    return any(e is not tick and e["op"] == "tick" and _overlap(e, tick)
-               and {(f["kind"], f["id"]) for f in e["response"]["fired"]} & mine for e in by_index.values())
+    culprit = counterexample["violation"]["culprit"] if counterexample["violation"] else None
+    ticks = [e for index, e in by_index.items() if e["op"] == "tick" and culprit in (None, index)]
+
+    def fired_twice(tick: dict) -> bool:
+        mine = {(f["kind"], f["id"]) for f in tick["response"]["fired"] if f["kind"] in ("retry", "lease")}
+        return any(e is not tick and e["op"] == "tick" and _overlap(e, tick)
+                   and {(f["kind"], f["id"]) for f in e["response"]["fired"]} & mine for e in by_index.values())
+
+    return any(fired_twice(tick) for tick in ticks)
 
 
 def _fires_the_timeout_of_a_settled_promise(counterexample: dict) -> bool:
