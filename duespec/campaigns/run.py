@@ -3,9 +3,10 @@
 A campaign may look for every divergence class (duespec.campaigns.classes) instead of
 stopping at the first: when Hypothesis has found and shrunk a failure, its class is
 recorded and masked, and the search runs again, until a search finds nothing new or
-`max_classes` undeclared classes are found. Every failure is first replayed twice from a reset and
-once on the model (duespec.campaigns.reset_leak): a target whose answers depend on earlier
-runs is reported as "state survives reset", and the search stops there.
+`max_classes` undeclared classes are found. Every failure is shortened by the trace minimiser
+where it can be, then replayed twice from a reset and once on the model
+(duespec.campaigns.reset_leak): a target whose answers depend on earlier runs is reported as
+"state survives reset", and the search stops there.
 
 A call past --timeout is a finding ("target too slow: OP took > Ns (--timeout)"), one
 class per op, never a hang: its shrinking is bounded by SLOW_SHRINK_RUNS (every other
@@ -31,6 +32,7 @@ from collections import Counter
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 from unittest.mock import patch
@@ -392,10 +394,10 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 elif counted["shrink_cut"] and counted["smallest_of_class"] is not None and not isinstance(
                         error, (Divergence, TargetRaised)):
                     error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
-                finding = finding_of(error, steps, oracle, target, run_config, observe)
-                if finding.kind.compared and finding.divergence_class is not None and stopper.reason is None:
-                    # not once told to stop: it replays
-                    _minimise(finding, oracle, target, masks, observe, system.refuses)
+                # not once told to stop: it replays, shortening the run before probing it
+                shorten = None if stopper.reason is not None else partial(
+                    _shorter, oracle=oracle, target=target, masks=masks, observe=observe, refuses=system.refuses)
+                finding = finding_of(error, steps, oracle, target, run_config, observe, shorten)
                 if counted["shrink_cut"]:
                     _note_shrink_cut(finding, counted["shrink_cut"])
             findings.append(finding)
@@ -439,21 +441,11 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
 NOT_SHRUNK = "not shrunk, a declared difference"
 
 
-def _minimise(finding: Finding, oracle: TargetFactory, target: TargetFactory, masks: Masks,
-              observe: bool = True, refuses: Any = None) -> None:
-    """Replace a finding's shrunk run by a shorter one of the same class, if the trace
-    minimiser (duespec.campaigns.minimise) finds one; its text then names the new step."""
-    assert finding.divergence_class is not None
-    shorter = minimise(oracle, target, finding.config, finding.counterexample, finding.divergence_class, masks,
-                       observe=observe, refuses=refuses)
-    if shorter is None:
-        return
-    before = len(finding.counterexample)
-    finding.counterexample = shorter.steps
-    finding.summary = f"{type(shorter.error).__name__}: {shorter.error}"
-    finding.failure = (f"{finding.summary}\n(Hypothesis shrank the failing run to {before} steps; "
-                       f"removing steps and replaying left these {len(shorter.steps)}, with the same "
-                       f"divergence class)")
+def _shorter(steps: list[dict[str, Any]], config: dict[str, Any], found: DivergenceClass, *,
+             oracle: TargetFactory, target: TargetFactory, masks: Masks, observe: bool, refuses: Any) -> Any:
+    """A shorter run of the same class than Hypothesis's shrunk one, if the trace minimiser
+    (duespec.campaigns.minimise) finds one by removing steps and replaying from a reset."""
+    return minimise(oracle, target, config, steps, found, masks, observe=observe, refuses=refuses)
 
 
 def hypothesis_shrinks_by_work() -> Any:
@@ -499,9 +491,15 @@ def without_local_constants() -> Iterator[None]:
 
 
 def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFactory,
-               target: TargetFactory, config: dict[str, Any], observe: bool = True) -> Finding:
+               target: TargetFactory, config: dict[str, Any], observe: bool = True,
+               shorten: Callable[..., Any] | None = None) -> Finding:
     """Classify what a failing run raised, after checking on the target that it is the
-    target's answer to these steps and not to the runs before them (reset_leak)."""
+    target's answer to these steps and not to the runs before them (reset_leak).
+
+    `shorten(steps, config, class)`: a shorter run of the class, replayed from a reset (the
+    trace minimiser), or None. It runs first, so the reset-leak probe replays the short run
+    three times, not Hypothesis's shrunk one (thousands of steps, each observed, when a rule
+    fills a book); where it finds none, the probe replays the run as Hypothesis left it."""
     notes = "\n".join(getattr(error, "__notes__", []))
     summary = f"{type(error).__name__}: {error}"
     failure = summary + (f"\n{notes}" if notes else "")
@@ -519,6 +517,13 @@ def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFact
         # Not probed: each replay would wait the whole --timeout again, and whether a call
         # near the bound finishes proves nothing about a leak.
         return Finding(found.kind, found, summary, failure, steps, config=config)
+    if shorten is not None and found is not None and found.kind.compared:
+        shorter = shorten(steps, config, found)
+        if shorter is not None:
+            before, steps = len(steps), shorter.steps
+            summary = f"{type(shorter.error).__name__}: {shorter.error}"
+            failure = (f"{summary}\n(Hypothesis shrank the failing run to {before} steps; removing steps and "
+                       f"replaying left these {len(steps)}, with the same divergence class)")
     checked = probe(oracle, target, config, steps, observe) if steps else None
     if checked is not None and checked.inconclusive is not None:
         failure += f"\n(the reset-leak check was inconclusive: {checked.inconclusive})"
