@@ -517,12 +517,16 @@ class StepJudge:
 
     def __init__(self, oracle: Target, target: Target, *, masks: MaskPolicy | None = None,
                  tags: Counter[str] | None = None, observe: bool = True, messages: bool = False,
-                 refuses: Refuses | None = None, valid_only: bool = False) -> None:
+                 refuses: Refuses | None = None, valid_only: bool = False,
+                 accepts: Refuses | None = None) -> None:
         if valid_only and refuses is None:
             raise ValueError("sending only valid requests needs the system's System.refuses")
         self.oracle, self.target, self.masks, self.tags = oracle, target, masks, tags
         #: Whether the model's answer refuses a request as malformed (a cause's REFUSED).
         self.refuses = refuses
+        #: Whether an answer took effect (System.accepts): where one side's did and the
+        #: other's did not, a response-only check ends the run at the masked difference.
+        self.accepts = accepts
         #: Whether the target's whole state is compared (False: a response-only check of a
         #: target that has no observe(), whose state the campaign reads through public ops).
         self.observe = observe
@@ -593,6 +597,12 @@ class StepJudge:
         if actual is None and check is not None:
             return expected, None  # the target's own adapter found its answer equal to this one
         verdict = response_verdict(step, expected, actual, self.cause, self.masks, exchange_of(self.target))
+        if type(verdict) is Masked and self._took_effect_on_one_side(expected, actual):
+            # response-only: a declared or known difference where one side took the request
+            # and the other did not (a 400 accepted, a 200 refused) leaves the two holding
+            # different things no read compared; what differs after it is its consequence
+            # (an occurrence fired for a task the model never created), not a new class
+            return expected, Masked(verdict.labels, ends_run=True)
         if type(verdict) is Masked and not verdict.declared:
             self.masked_response = (step["i"], verdict.labels[0])
         if self.sent is not None and (verdict is None or (type(verdict) is Masked and not verdict.ends_run)):
@@ -604,6 +614,10 @@ class StepJudge:
                 messages = Masked((verdict.labels[0],), ends_run=True, skipped=False)
             verdict = _with_messages(verdict, messages)
         return expected, self._noted(verdict)
+
+    def _took_effect_on_one_side(self, expected: Json, actual: Json) -> bool:
+        accepts = self.accepts
+        return not self.observe and accepts is not None and accepts(expected) != accepts(actual)
 
     def _messages(self, step: dict[str, Json]) -> Verdict:
         """The verdict on what the target sent in `step` (messages_verdict); a target

@@ -8,6 +8,7 @@ caught, and the report must name the read (or the answer) that showed it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,42 @@ class FiresLate(_NoSnapshot):
         if op == "tick" and type(now) is int and now > 0:
             return self.inner.step(op, args, now - 1)
         return self.inner.step(op, args, now)
+
+
+class AcceptsANegativeDelay(_NoSnapshot):
+    """Takes a negative delay as 0 where the spec refuses it (as resonate-pg takes a
+    task.create with a pid of 7): a difference its maintainers may declare, whose entry
+    every later listing and claim then shows."""
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        if op == "schedule" and isinstance(args, dict) and type(args.get("delay")) is int and args["delay"] < 0:
+            return self.inner.step(op, {**args, "delay": 0}, now)
+        return self.inner.step(op, args, now)
+
+
+NEGATIVE_DELAY_DECLARED = "".join(f'''
+[[difference]]
+reason = "a negative delay is taken as 0"
+op = "schedule"
+requirement = "D-19"
+response = "{path}"
+''' for path in ("$.error", "$.ok"))
+
+
+def test_a_declared_request_one_side_took_ends_a_response_only_run(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The accepted request is declared; its consequences (an entry the model never made,
+    in every later read) are not new classes: the run ends at it, counted, and the
+    campaign holds (without the rule: `response get $`, an entry the model never made)."""
+    declared = tmp_path / "declared.toml"
+    declared.write_text(NEGATIVE_DELAY_DECLARED)
+    code = conform(tmp_path, "duebook", "AcceptsANegativeDelay", "--observe", "none", "--declared", str(declared),
+                   "--examples", "60")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    verdict = out.splitlines()[1]
+    assert verdict.startswith("HOLDS") and re.search(r"[1-9][\d,]* runs ended early", verdict), verdict
+    assert "runs ended early, the steps after it not taken (declared: response schedule" in out
 
 
 def conform(tmp_path: Path, system: str, target: str, *extra: str) -> int:

@@ -91,6 +91,8 @@ class LockstepMachine(ProtocolMachine):
     valid_only: ClassVar[bool] = False
     #: Whether the model's answer refuses a request as malformed (System.refuses).
     refuses: ClassVar[Any] = None
+    #: Whether an answer took effect (System.accepts).
+    accepts: ClassVar[Any] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -103,7 +105,7 @@ class LockstepMachine(ProtocolMachine):
         # A response-only check compares what workers were sent too, where the target says.
         self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags,
                                observe=self.probes is None, messages=self.probes is not None,
-                               refuses=self.refuses, valid_only=self.valid_only)
+                               refuses=self.refuses, valid_only=self.valid_only, accepts=self.accepts)
         #: Steps before this one have had their public reads taken (a response-only check).
         self.read_up_to = 0
         #: This run so far, digested, once the campaign knows a request too slow to send again.
@@ -226,7 +228,7 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
              probes: Probes | None = None,
              request_tags: dict[str, str] | None = None, tag_request: Any = None,
              stop_requested: Any = None, fixed_config: bool = False,
-             refuses: Any = None, valid_only: bool = False) -> type[LockstepMachine]:
+             refuses: Any = None, valid_only: bool = False, accepts: Any = None) -> type[LockstepMachine]:
     """A runnable machine class: a system's rules (`base`) but `excluded_rules`, bound to
     a LockstepMachine (unless `base` already is one), with this oracle, this target, this
     config, these masks, this depth."""
@@ -248,6 +250,7 @@ def lockstep(base: type[ProtocolMachine], oracle: TargetFactory, target: TargetF
         "fixed_config": fixed_config,
         "valid_only": valid_only,
         "refuses": staticmethod(refuses) if refuses is not None else None,
+        "accepts": staticmethod(accepts) if accepts is not None else None,
     }
     for name in excluded_rules:  # still callable by other rules, no longer drawn as a rule
         attributes[name] = _plain(getattr(base, name))

@@ -44,7 +44,8 @@ def run_long(system: System, target: TargetFactory, *, steps: int, profile: str 
     started = time.perf_counter()
     with collecting() as coverage, collecting() as step_tags, (
             stopper.searching(lambda: None) if stopper is not None else nullcontext()):
-        judge = StepJudge(oracle, actual, tags=step_tags, observe=observe, refuses=system.refuses)
+        judge = StepJudge(oracle, actual, tags=step_tags, observe=observe, refuses=system.refuses,
+                          accepts=system.accepts)
         try:
             verdict = judge.reset(config)
             state, now = judge.oracle_state(), system.long_run.start_now

@@ -78,7 +78,7 @@ class _Budget:
 def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
                    requests: list[tuple[str, Json, Json]], masks: Masks | None,
                    every_state: bool, observe: bool = True,
-                   refuses: Any = None) -> tuple[list[dict[str, Json]], Difference] | None:
+                   refuses: Any = None, accepts: Any = None) -> tuple[list[dict[str, Json]], Difference] | None:
     """Run `requests` ((op, args, now) each) from a reset on a fresh oracle and target, as
     the lockstep machine does, each step judged; return the steps up to the first unmasked
     difference (a raise included) and that difference, or None when there is none (or a
@@ -88,7 +88,7 @@ def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory,
         try:
             target = target_factory()
             judge = StepJudge(oracle, target, masks=masks, tags=tags, observe=observe, messages=not observe,
-                              refuses=refuses)
+                              refuses=refuses, accepts=accepts)
             at_reset = judge.reset(config)
             if at_reset is not None:
                 return ([], at_reset) if type(at_reset) is Difference else None
@@ -113,7 +113,7 @@ def replay_failure(oracle_factory: TargetFactory, target_factory: TargetFactory,
 def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, config: dict[str, Json],
              steps: list[dict[str, Any]], wanted: DivergenceClass, masks: Masks | None = None,
              *, max_seconds: float = MAX_SECONDS, observe: bool = True,
-             refuses: Any = None) -> Minimised | None:
+             refuses: Any = None, accepts: Any = None) -> Minimised | None:
     """The shortest run this pass finds whose first difference is of class `wanted`, or
     None when it found none shorter than `steps` (or `steps` does not show `wanted` when
     replayed on its own). `refuses`: the campaign's System.refuses, so that a cause is
@@ -126,7 +126,7 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
         budget.replays += 1
         budget.used += len(requests)
         got = replay_failure(oracle_factory, target_factory, config, requests, masks, every_state, observe,
-                             refuses)
+                             refuses, accepts)
         if got is not None and got[1].kind == FindingKind.TARGET_TOO_SLOW:
             budget.too_slow = True
         if got is None or got[1].divergence_class != wanted:

@@ -262,7 +262,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                        probes=None if observe else system.probes,
                        request_tags=request_tags, tag_request=system.tag_request,
                        stop_requested=lambda: stopper.should_stop(counted["failed_runs"] > 0) or slow_budget_spent(),
-                       fixed_config=not reset, refuses=system.refuses, valid_only=valid_only)
+                       fixed_config=not reset, refuses=system.refuses, valid_only=valid_only,
+                       accepts=system.accepts)
     counted: dict[str, Any] = {"examples": 0, "failed_runs": 0, "first_failure": None, "first_failure_run": None,
                                "smallest": None, "shrink_since": None, "smallest_of_class": None, "shrink_cut": None,
                                "first_class": None, "shrink_steps": 0}
@@ -396,7 +397,8 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                     error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
                 # not once told to stop: it replays, shortening the run before probing it
                 shorten = None if stopper.reason is not None else partial(
-                    _shorter, oracle=oracle, target=target, masks=masks, observe=observe, refuses=system.refuses)
+                    _shorter, oracle=oracle, target=target, masks=masks, observe=observe, refuses=system.refuses,
+                    accepts=system.accepts)
                 finding = finding_of(error, steps, oracle, target, run_config, observe, shorten)
                 if counted["shrink_cut"]:
                     _note_shrink_cut(finding, counted["shrink_cut"])
@@ -442,10 +444,11 @@ NOT_SHRUNK = "not shrunk, a declared difference"
 
 
 def _shorter(steps: list[dict[str, Any]], config: dict[str, Any], found: DivergenceClass, *,
-             oracle: TargetFactory, target: TargetFactory, masks: Masks, observe: bool, refuses: Any) -> Any:
+             oracle: TargetFactory, target: TargetFactory, masks: Masks, observe: bool, refuses: Any,
+             accepts: Any) -> Any:
     """A shorter run of the same class than Hypothesis's shrunk one, if the trace minimiser
     (duespec.campaigns.minimise) finds one by removing steps and replaying from a reset."""
-    return minimise(oracle, target, config, steps, found, masks, observe=observe, refuses=refuses)
+    return minimise(oracle, target, config, steps, found, masks, observe=observe, refuses=refuses, accepts=accepts)
 
 
 def hypothesis_shrinks_by_work() -> Any:

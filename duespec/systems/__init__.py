@@ -130,6 +130,11 @@ class System:
     #: part of a divergence class's cause, and what `conform --inputs valid` does not send.
     #: None: no answer is told apart as a refusal, and --inputs valid is a usage error.
     refuses: Callable[[Any], bool] | None = None
+    #: Either side's answer -> whether the request took effect (a 2xx, `ok`). In a
+    #: response-only check a masked difference where one side took a request and the other
+    #: did not ends the run: what each then holds differs where no read was compared, and
+    #: every later difference would be its consequence. None: such runs go on.
+    accepts: Callable[[Any], bool] | None = None
     #: (op, args, required tags) -> the args with every promise and schedule they create
     #: carrying those tags (`--require-tag`, a declarations file's [inputs]); None when the
     #: system's requests carry no tags. Only a well-formed tags object gets the tags, so a

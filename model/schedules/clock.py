@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from duespec.coverage import isolated, reached
 from duespec.model.schedules.next_cron import next_cron
 
 #: 9999-12-31T23:59:59.999Z: the last instant `now` or a request time may name.
@@ -20,12 +21,20 @@ MAX_INSTANT = 2**63 - 1
 MAX_DURATION = MAX_INSTANT - MAX_TIME
 
 
-@lru_cache(maxsize=1 << 16)
 def next_run(cron: str, after: int) -> int:
     """Lean `nextCron cron after` (strictly after), or NEVER past the end of time.
 
-    Pure, so cached: the machine and the properties ask again for ticks catch-up computed."""
-    if after >= MAX_TIME:
-        return NEVER
-    following = next_cron(cron, after)
-    return following if following <= MAX_TIME else NEVER
+    Pure, so cached (the machine and the properties ask again for ticks catch-up computed);
+    the branches it took are reached again on every call, a cached one too, so the tags of
+    a step (its divergence class's cause) never depend on what an earlier run computed."""
+    following, branches = _next_run(cron, after)
+    for tag in branches:
+        reached(tag)
+    return following
+
+
+@lru_cache(maxsize=1 << 16)
+def _next_run(cron: str, after: int) -> tuple[int, tuple[str, ...]]:
+    with isolated() as branches:
+        following = NEVER if after >= MAX_TIME else next_cron(cron, after)
+    return (following if following <= MAX_TIME else NEVER), tuple(branches.elements())

@@ -49,5 +49,6 @@ SYSTEM = System(
     unknown_ops=("reschedule",),
     # D-19, D-27: a malformed request, whatever its op, is answered `invalid` and changes nothing
     refuses=lambda answer: type(answer) is dict and answer.get("error") == "invalid",
+    accepts=lambda answer: type(answer) is dict and "ok" in answer,
     matrix=MATRIX,
 )
