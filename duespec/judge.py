@@ -310,6 +310,10 @@ class MaskPolicy(Protocol):
     def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
         """The label of what masks this one place (DECLARED ..., FOUND ...), or None."""
 
+    def refusal_masked(self, op: str, cause: tuple[str, ...]) -> bool:
+        """Whether a request the spec refuses, with this cause, is of a class already
+        masked (found, declared or known): sending it again could show nothing new."""
+
 
 # --- the verdicts ---
 
@@ -585,7 +589,12 @@ class StepJudge:
         self.latest_step = step
         if tags is not None:
             self.latest_tags = tuple(tags)
-        if self.valid_only and self.refuses(expected):  # type: ignore[misc]
+        if self.refuses is not None and self.refuses(expected) and (
+                self.valid_only or (self.masks is not None and self.masks.refusal_masked(op, self.cause()))):
+            # A request the spec refuses changes nothing on the model's side: left out on
+            # both (--inputs valid), or once its class is masked, so that a target known to
+            # take what the spec refuses (a masked class that, in a response-only check,
+            # ends the run) is explored past it rather than stopped at it in every run.
             self.not_sent += 1
             return expected, None
         self.steps.append(step)

@@ -94,29 +94,46 @@ class AcceptsANegativeDelay(_NoSnapshot):
         return self.inner.step(op, args, now)
 
 
-NEGATIVE_DELAY_DECLARED = "".join(f'''
+class RefusesBob(_NoSnapshot):
+    """Refuses every schedule of the owner "bob" (as resonate-pg refuses a listener address
+    the spec accepts): declared, and the model then holds an entry the target has not."""
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        if op == "schedule" and isinstance(args, dict) and args.get("owner") == "bob":
+            return {"error": "invalid", "message": "we do not schedule for bob"}
+        return self.inner.step(op, args, now)
+
+
+def declaring(reason: str, requirement: str | None) -> str:
+    return "".join(f'''
 [[difference]]
-reason = "a negative delay is taken as 0"
+reason = "{reason}"
 op = "schedule"
-requirement = "D-19"
+{f'requirement = "{requirement}"' if requirement else ""}
 response = "{path}"
 ''' for path in ("$.error", "$.ok"))
 
 
-def test_a_declared_request_one_side_took_ends_a_response_only_run(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """The accepted request is declared; its consequences (an entry the model never made,
-    in every later read) are not new classes: the run ends at it, counted, and the
-    campaign holds (without the rule: `response get $`, an entry the model never made)."""
-    declared = tmp_path / "declared.toml"
-    declared.write_text(NEGATIVE_DELAY_DECLARED)
-    code = conform(tmp_path, "duebook", "AcceptsANegativeDelay", "--observe", "none", "--declared", str(declared),
-                   "--examples", "60")
+@pytest.mark.parametrize(("target", "declared", "past_it"), [
+    # refused by the spec: once its class is found, not sent again (the model alone answers)
+    ("AcceptsANegativeDelay", declaring("a negative delay is taken as 0", "D-19"),
+     r"[1-9][\d,]* requests the spec refuses, not sent \(--inputs valid, or of a class already found or known\)"),
+    # taken by the spec: every run that meets it ends there
+    ("RefusesBob", declaring("bob is refused, whatever else the book would say", None),
+     r"[1-9][\d,]* runs ended early, the steps after it not taken \(declared: response schedule"),
+])
+def test_a_declared_request_one_side_took_hides_no_consequence_in_a_response_only_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, declared: str, past_it: str) -> None:
+    """The request one side took and the other did not is declared; its consequences (an
+    entry one side holds, in every later read) are not new classes, and the campaign holds.
+    Without System.accepts, `response claimable $.ok` or `response get $` was reported."""
+    path = tmp_path / "declared.toml"
+    path.write_text(declared)
+    code = conform(tmp_path, "duebook", target, "--observe", "none", "--declared", str(path), "--examples", "60")
     out = capsys.readouterr().out
     assert code == 0, out
-    verdict = out.splitlines()[1]
-    assert verdict.startswith("HOLDS") and re.search(r"[1-9][\d,]* runs ended early", verdict), verdict
-    assert "runs ended early, the steps after it not taken (declared: response schedule" in out
+    assert out.splitlines()[1].startswith("HOLDS"), out
+    assert re.search(past_it, out), out
 
 
 def conform(tmp_path: Path, system: str, target: str, *extra: str) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duespec.campaigns.declared import in_declared_order
-from duespec.judge import DECLARED, FOUND, KNOWN, DivergenceClass, FindingKind, requirements_of
+from duespec.judge import DECLARED, FOUND, KNOWN, REFUSED, DivergenceClass, FindingKind, requirements_of
 
 
 class RunPrefix:
@@ -99,6 +99,9 @@ class Masks:
             if known.masks(kind, op, path, cause):
                 return KNOWN + known.label()
         return None
+
+    def refusal_masked(self, op: str, cause: tuple[str, ...]) -> bool:
+        return REFUSED in cause and any(c.op == op and c.cause == cause for c in (*self.found, *self.known))
 
     def in_declared_order(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
                           expected: Any, actual: Any) -> tuple[Any, list[str]]:

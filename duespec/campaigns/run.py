@@ -205,7 +205,8 @@ class CampaignResult:
             lines += [f"{count:,} runs ended early, the steps after it not taken ({label})"
                       for label, count in self.masks.runs_ended.most_common()]
             if self.masks.not_sent:
-                lines.append(f"{self.masks.not_sent:,} requests the spec refuses, not sent (--inputs valid)")
+                lines.append(f"{self.masks.not_sent:,} requests the spec refuses, not sent (--inputs valid, or of a "
+                             f"class already found or known)")
         if self.scope is not None:
             lines.append(self.scope.describe())
         return lines
