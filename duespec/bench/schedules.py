@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from duespec.bench import Figure, Goal, Sample, alternate, ratio_figure, timed
 from duespec.campaigns.run import run_campaign
-from duespec.model.schedules.clock import next_run as model_next_run
+from duespec.model.schedules.clock import next_run_memo as model_next_run
 from duespec.systems.schedules import SYSTEM, ImplTarget, ModelTarget
 
 SECTION = "schedules"

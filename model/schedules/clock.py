@@ -27,14 +27,15 @@ def next_run(cron: str, after: int) -> int:
     Pure, so cached (the machine and the properties ask again for ticks catch-up computed);
     the branches it took are reached again on every call, a cached one too, so the tags of
     a step (its divergence class's cause) never depend on what an earlier run computed."""
-    following, branches = _next_run(cron, after)
+    following, branches = next_run_memo(cron, after)
     for tag in branches:
         reached(tag)
     return following
 
 
 @lru_cache(maxsize=1 << 16)
-def _next_run(cron: str, after: int) -> tuple[int, tuple[str, ...]]:
+def next_run_memo(cron: str, after: int) -> tuple[int, tuple[str, ...]]:
+    """next_run's answer and the branches it took, memoized (the bench clears it)."""
     with isolated() as branches:
         following = NEVER if after >= MAX_TIME else next_cron(cron, after)
     return (following if following <= MAX_TIME else NEVER), tuple(branches.elements())
