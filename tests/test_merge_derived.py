@@ -205,8 +205,15 @@ def test_a_shard_stopped_by_its_budget_merges_to_incomplete(tmp_path: Path, caps
                     str(path), "--database", "none", "--no-coverage", "--progress", "0", "--trace-dir",
                     str(tmp_path), *budget]) == 0
         names.append(str(path))
-    assert json.loads(Path(names[0]).read_text())["campaigns"][0]["cut_short"].startswith("--budget")
+    campaigns = json.loads(Path(names[0]).read_text())["campaigns"]
     capsys.readouterr()
+    if not campaigns:
+        # On a loaded machine the budget can be spent before the campaign starts: the
+        # report then holds nothing, and merge refuses it rather than say HOLDS.
+        assert cli(["merge", *names]) == 2
+        assert "holds no campaign, replay or check: nothing to merge" in capsys.readouterr().err
+        return
+    assert campaigns[0]["cut_short"].startswith("--budget")
     assert cli(["merge", *names]) == 3
     out = capsys.readouterr().out
     assert out.startswith("INCOMPLETE: duebook") and "merged 2 reports: INCOMPLETE" in out, out
