@@ -195,15 +195,27 @@ def test_a_suite_with_a_malformed_trace_does_not_merge_to_holds(tmp_path: Path,
     assert capsys.readouterr().out.splitlines()[-1] == "merged 1 report: MALFORMED"
 
 
+def test_a_budget_spent_before_any_campaign_started_is_incomplete_not_holds(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing was checked: exit 3 (it was 0, HOLDS of nothing), and the report says so."""
+    path = tmp_path / "nothing.json"
+    assert cli(["check", "duebook", "--budget", "0.000001", "--json", str(path), "--database", "none",
+                "--no-coverage", "--progress", "0", "--trace-dir", str(tmp_path)]) == 3
+    assert "not run (cut short by --budget" in capsys.readouterr().out
+    report = json.loads(path.read_text())
+    assert report["exit"] == 3 and report["campaigns"] == []
+
+
 def test_a_shard_stopped_by_its_budget_merges_to_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A shard's --budget lets it say HOLDS of what it ran (exit 0); the merged campaign,
     whose chunk the budget cut short, may not."""
     names = []
     for shard, budget in ((1, ["--budget", "0.001"]), (2, [])):
         path = tmp_path / f"b{shard}.json"
+        # 3 when the budget was spent before the campaign started (a loaded machine)
         assert cli(["check", "duebook", "--examples", "100", "--steps", "3", "--shard", f"{shard}/2", "--json",
                     str(path), "--database", "none", "--no-coverage", "--progress", "0", "--trace-dir",
-                    str(tmp_path), *budget]) == 0
+                    str(tmp_path), *budget]) in ((0, 3) if budget else (0,))
         names.append(str(path))
     campaigns = json.loads(Path(names[0]).read_text())["campaigns"]
     capsys.readouterr()

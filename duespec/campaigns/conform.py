@@ -517,6 +517,8 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
         print(f"coverage: {write_json(coverage, args.coverage_json)}")
     if not all(case.result.ok for case in cases):
         code = EXIT_FAILED
+    elif not cases:
+        code = EXIT_INCOMPLETE  # stopped before any campaign started: nothing was checked
     elif stopper.reason is not None and not stopper.reason.startswith("--budget"):
         code = EXIT_INCOMPLETE  # cut short by a signal: nothing found, nothing shown to hold
     else:
