@@ -225,5 +225,6 @@ def test_stress_sends_every_op_at_real_states_and_stays_decidable_with_ticks(tmp
     succeeded = {op: statuses - {300} | ({200} if 300 in statuses else set()) for op, statuses in by_status.items()}
     assert all({200, 409} <= statuses for statuses in succeeded.values()), by_status
     suspends = [e for e in events if e.op == "task.suspend" and e.response["status"] in (200, 300)]
-    assert {e.args["actions"][0]["awaited"] for e in suspends} <= {e.args["id"] for e in events
-                                                                    if e.op == "promise.create"}
+    created = ({e.args["id"] for e in events if e.op == "promise.create"}
+               | {e.args["action"]["id"] for e in events if e.op == "task.fence" and e.args["action"]["kind"] == "create"})
+    assert {e.args["actions"][0]["awaited"] for e in suspends} <= created

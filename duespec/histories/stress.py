@@ -195,7 +195,11 @@ def draw(rng: random.Random, shared: Shared, keys: int, pid: str, now_ms: int) -
         return kind, {"id": id, "version": version,
                       "actions": [{"awaited": other, "awaiter": id}]}
     if kind == "task.fence":
-        action = ({"kind": "create", "id": other, "timeoutAt": now_ms + 10_000, "param": VALUE, "tags": {}}
+        # The fenced create has a target like every promise here: one without (internal) may
+        # not be awaited on resonate-pg (422, examples/resonate-pg/declared.toml), and a
+        # suspend on it would show that known refusal, not a race.
+        action = ({"kind": "create", "id": other, "timeoutAt": now_ms + 10_000, "param": VALUE,
+                   "tags": {"resonate:target": "poll://any"}}
                   if rng.random() < 0.5 else
                   {"kind": "settle", "id": other, "state": "resolved", "value": VALUE})
         return kind, {"id": id, "version": version, "action": action}
