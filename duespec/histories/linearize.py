@@ -961,6 +961,16 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     # first answer no order explains. Found by bisection; a prefix that is linearizable is
     # decided fast (one order found), so this costs a few searches of the history's head.
     by_return = sorted(start, key=lambda i: (events[i].return_ns, i))
+    # A prefix fails faithfully only when every answer in it stays as justified as in the
+    # history it is cut from: a call still running at the cut may have answered with what
+    # a call made after the cut wrote (a create seeing another client's create), and
+    # without that call the prefix fails for a reason the history does not have.
+    result, search = _decide([events[i] for i in start], start, system, config, clock, lag, overall, among=among)
+    checks += 1
+    whole = search.justification() if result.status == "not linearizable" else None
+
+    def faithful(head: list[int], found: _Search) -> bool:
+        return whole is None or found.justification({i: whole.get(i, 0) for i in head}) is not None
 
     def prefix(k: int) -> list[int]:
         """The calls returned by the k-th return, and those called before it (which may
@@ -972,10 +982,12 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     while lo < hi and not overall.out():
         mid = (lo + hi) // 2
         head = prefix(mid)
-        result, _ = _decide([events[i] for i in head], head, system, config, clock, lag, overall, among=among)
+        result, found = _decide([events[i] for i in head], head, system, config, clock, lag, overall, among=among)
         checks += 1
-        if result.status == "not linearizable":
+        if result.status == "not linearizable" and faithful(head, found):
             hi = mid
+        elif result.status == "not linearizable":
+            lo = mid + 1
         elif result.status == "linearizable":
             lo = mid + 1
         else:
