@@ -387,6 +387,16 @@ def answers_agree(expected: dict[str, Json], actual: Json) -> bool:
 _ERROR_KEYS = frozenset({"error"} | PROSE_KEYS)
 
 
+def differs_only_at(expected: dict[str, Json], actual: Json, masked: Callable[[str], bool]) -> bool:
+    """Whether two answers that do not agree differ only at places `masked` accepts (the
+    paths a declared difference names), prose aside: a history's check leaves those out
+    as a campaign's judge does."""
+    if type(actual) is not dict or not_an_answer(actual) is not None:
+        return False
+    paths = differing_paths(comparable(expected), comparable(actual))
+    return bool(paths) and all(masked(path) for path in paths)
+
+
 def state_verdict(step: dict[str, Json], expected: Json, actual: Json,
                   cause: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
                   masks: MaskPolicy | None = None, *, after_masked_response: str | None = None,

@@ -53,7 +53,7 @@ PLACEHOLDERS = [
     ("docs/field.md", 'git -C resonate-specification checkout 34049e8'),
     ("docs/findings.md", 'export RESONATE_PG_DSN=...'),
     ("docs/findings.md", 'PYTHONPATH=examples/resonate-pg duespec conform schedules --target target:make_target     --observe none --examples 100 --timeout 5 --declared examples/resonate-pg/declared.toml --database none'),
-    ("docs/linearize.md", 'PYTHONPATH=examples/resonate-pg RESONATE_PG_DSN=... duespec stress schedules --target target:make_client --clients 16 --ops 2000'),
+    ("docs/linearize.md", 'PYTHONPATH=examples/resonate-pg RESONATE_PG_DSN=...     duespec stress schedules --target target:make_client --clients 16 --ops 2000 --declared examples/resonate-pg/stress-declared.toml'),
     ("docs/mutation-log.md", 'rm -rf /tmp/mut && mkdir /tmp/mut && git archive HEAD | tar -x -C /tmp/mut && cd /tmp/mut'),
     ("docs/mutation-log.md", 'tools/mutate_impl.py --sample 150 --seed 1 --system duebook --workers 3 --out duebook-final.json'),
     ("docs/mutation-log.md", 'nice -n 10 .venv/bin/python tools/mutate_impl.py --sample 40 --seed 1 --system schedules --workers 2 --out sched40.json'),

@@ -65,14 +65,15 @@ import itertools
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import orjson
 
 from duespec.histories.format import Event, History
 from duespec.systems import get_system, model_of
 from duespec.systems.concurrent import Concurrency, concurrency_of
-from duespec.judge import answers_agree
+from duespec.coverage import isolated
+from duespec.judge import FindingKind, answers_agree, differs_only_at, requirements_of
 from duespec.targets.interface import comparable, same_json
 
 Json = Any
@@ -236,15 +237,27 @@ class Verdict:
                 "notes": self.notes}
 
 
-class _Budget:
-    """Seconds for a run of searches, and the memory cap each of them has (bytes)."""
+def applies_to_answers(entry: Any) -> bool:
+    """A declared difference a history's check applies: one of answers that masks its path
+    (a history records no states nor messages; an `unordered` entry is not applied)."""
+    return entry.where == FindingKind.RESPONSE and not entry.unordered
 
-    def __init__(self, seconds: float | None, max_memory: float = DEFAULT_MAX_MEMORY, background: bool = False):
+
+class _Budget:
+    """Seconds for a run of searches, the memory cap each of them has (bytes), and what
+    every one of them takes as given: whether the server fired timeouts by itself, and
+    the declared differences."""
+
+    def __init__(self, seconds: float | None, max_memory: float = DEFAULT_MAX_MEMORY, background: bool = False,
+                 declared: Sequence[Any] = ()):
         self.deadline = _INF if seconds is None else time.monotonic() + seconds
         self.spent = seconds is not None and seconds <= 0
         self.max_memory = max_memory
         #: Whether the pinned-clock searches it runs place the server's own timeouts.
         self.background = background
+        #: Declared differences (duespec.campaigns.declared.Declared) of answers: an answer
+        #: that differs from the model's only at paths they name for its op is the model's.
+        self.declared = tuple(entry for entry in declared if applies_to_answers(entry))
 
     def out(self) -> bool:
         if not self.spent and time.monotonic() >= self.deadline:
@@ -343,8 +356,24 @@ class _Search:
             assert self.hooks.project is not None
             return fork, answer, same_json(self.hooks.project(event.op, answer, self.part_keys), self.recorded_part[i])
         # The judge's comparison, as every sequential check makes it.
-        agrees = event.outcome != "ok" or answers_agree(answer, event.response)
+        agrees = (event.outcome != "ok" or answers_agree(answer, event.response)
+                  or bool(self.budget.declared) and self.declared_only(target, event, answer, now))
         return fork, answer, agrees
+
+    def declared_only(self, target: Any, event: Event, answer: Json, now: int) -> bool:
+        """Whether the recorded answer differs from the model's only where a declared
+        difference says it may, as a campaign masks it: at the paths an entry names for
+        this op, the step reaching its requirement (the model's branch, taken again on a
+        fork of its own to read it), in the history's profile."""
+        profile = str(self.config.get("profile", ""))
+        entries = [entry for entry in self.budget.declared if entry.op in (None, event.op)]
+        if not entries or type(answer) is not dict:
+            return False
+        with isolated() as tags:
+            self.hooks.fork(target).step(event.op, event.args, now)
+        requirements = requirements_of(tags)
+        return differs_only_at(answer, event.response, lambda path: any(
+            entry.matches(FindingKind.RESPONSE, event.op, requirements, path, profile) for entry in entries))
 
     def frontier(self, placed: int) -> tuple[int, frozenset[int], int]:
         """The placed calls (bit i: call i) as the search keeps them: the first call of
@@ -863,11 +892,14 @@ def timers_left_out(history: History) -> bool:
 
 def check_history(history: History, *, profile: str | None = None, budget: float | None = None,
                   max_timer_lag: int = DEFAULT_MAX_TIMER_LAG, partition: bool = True,
-                  shrink: bool = True, max_memory: int = DEFAULT_MAX_MEMORY) -> Verdict:
+                  shrink: bool = True, max_memory: int = DEFAULT_MAX_MEMORY,
+                  declared: Sequence[Any] = ()) -> Verdict:
     """The verdict on a history: linearizable, not linearizable (with a shrunk
     counterexample), or unknown when `budget` seconds ran out first, or a search's memo
     grew past `max_memory` bytes (saying how far the search got). `partition=False`
-    checks the whole history in one search (for tests)."""
+    checks the whole history in one search (for tests). `declared`: differences the
+    target's maintainers accept (duespec.campaigns.declared); an answer that differs
+    from the model's only at a path one names for its op is taken as the model's."""
     started = time.monotonic()
     system, clock = history.header.system, history.header.clock
     config = _config_of(history, profile)
@@ -878,7 +910,7 @@ def check_history(history: History, *, profile: str | None = None, budget: float
         getattr(fresh, "close", lambda: None)()
     events = history.events
     background = timers_left_out(history)
-    clock_budget = _Budget(budget, max_memory, background)
+    clock_budget = _Budget(budget, max_memory, background, declared)
     hooks = concurrency_of(system)
     parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
     parts.sort(key=len)
@@ -906,12 +938,15 @@ def check_history(history: History, *, profile: str | None = None, budget: float
             verdict.counterexample = shrink_counterexample(
                 history, part, system, config, clock, max_timer_lag,
                 budget=budget, blocked=search.stuck(result).call, max_memory=max_memory, background=background,
-                partitioned=len(parts) > 1)
+                partitioned=len(parts) > 1, declared=declared)
         else:
             verdict.counterexample = Counterexample([events[i] for i in part], part,
                                                     search.stuck(result), False, 0)
     elif progress is not None or decided < len(parts):
         verdict.status, verdict.progress, verdict.limit = "unknown", progress or (0, 0), limit or "budget"
+    verdict.notes.extend(f"declared, not compared: {entry.describe()}" if applies_to_answers(entry)
+                         else f"declared but not applied (a history records answers only): {entry.describe()}"
+                         for entry in declared)
     if history.truncated:
         verdict.notes.append("the history's last line was cut short; the calls before it were checked")
     verdict.seconds = time.monotonic() - started
@@ -921,7 +956,8 @@ def check_history(history: History, *, profile: str | None = None, budget: float
 def shrink_counterexample(history: History, part: list[int], system: str, config: dict[str, Json],
                           clock: str, lag: int, *, budget: float | None,
                           blocked: int | None = None, max_memory: int = DEFAULT_MAX_MEMORY,
-                          background: bool = False, partitioned: bool = False) -> Counterexample:
+                          background: bool = False, partitioned: bool = False,
+                          declared: Sequence[Any] = ()) -> Counterexample:
     """Drop calls while what is left stays a faithful counterexample; then check that
     removing any one call of what is left does not (minimality).
 
@@ -947,7 +983,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
     events = history.events
     # `part` was cut from a history of several parts: a tick's keys outside it are others'.
     among = events if partitioned else None
-    overall = _Budget(budget, max_memory, background)
+    overall = _Budget(budget, max_memory, background, declared)
     checks = 0
     start = list(part)
     if blocked is not None and blocked >= 0 and events[blocked].outcome == "ok":
@@ -1116,7 +1152,7 @@ def shrink_counterexample(history: History, part: list[int], system: str, config
             roles[index] = "removable" if outcome == "counterexample" else "undecided"
             minimal = False
     # The counterexample's own report; a shrink cut short by its budget may leave many calls.
-    final_budget = _Budget(None if budget is None else max(budget, 5.0), max_memory, background)
+    final_budget = _Budget(None if budget is None else max(budget, 5.0), max_memory, background, declared)
     result, search = _decide([events[i] for i in current], current, system, config, clock, lag, final_budget,
                              among=among)
     return Counterexample([events[i] for i in current], current, search.stuck(result), minimal, checks, roles,

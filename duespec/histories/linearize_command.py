@@ -13,6 +13,7 @@ import dataclasses
 import json
 import math
 import sys
+from typing import Any, Sequence
 
 from duespec.exits import EXIT_FAILED
 from duespec.histories.format import Event, History, HistoryError
@@ -125,7 +126,8 @@ def load(path: str, system: str | None, max_events: int) -> History:
 
 def judge(history: History, *, source: str, profile: str | None, budget: float, max_timer_lag: int,
           html_path: str | None = None, json_path: str | None = None, out=None,
-          max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB, allow_unanswered: bool = False) -> int:
+          max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB, allow_unanswered: bool = False,
+          declared: Sequence[Any] = ()) -> int:
     """Check, print the verdict, write the reports; the exit code. Shared with `duespec stress`.
 
     The exit code is derived from the search's verdict and the unanswered calls: 5xx or
@@ -139,7 +141,7 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
     history = unanswered_as_unknown(history)
     try:
         verdict = check_history(history, profile=profile, budget=budget, max_timer_lag=max_timer_lag,
-                                max_memory=max_memory_mib * 2**20)
+                                max_memory=max_memory_mib * 2**20, declared=declared)
     except ValueError as error:  # a profile or config the model refuses
         raise UsageError(f"{source}: {error}") from None
     unanswered, fails = unanswered_finding(history, allow_unanswered)
@@ -158,6 +160,28 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
     print(first + cut_short_said(describe(verdict), history) + (f"\nreport: {html_path}" if html_path else ""),
           file=out, flush=True)
     return code
+
+
+def read_declared(path: str | None, system: str) -> list[Any]:
+    """--declared FILE (docs/declared.md) for a history of `system`: its entries, or a
+    UsageError naming the file, the entry and the problem."""
+    from duespec.campaigns.declared import DeclaredError, load
+    from duespec.exits import UsageError
+    from duespec.systems import get_system
+
+    if path is None:
+        return []
+    try:
+        return load(path, get_system(system))
+    except DeclaredError as error:
+        raise UsageError(str(error)) from None
+
+
+def add_declared(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--declared", metavar="FILE",
+                        help="differences the target's maintainers accept (docs/declared.md): an answer that "
+                             "differs from the model's only at a response path an entry names for its op is "
+                             "taken as the model's; the report lists them")
 
 
 def cut_short_said(text: str, history: History) -> str:
@@ -180,9 +204,10 @@ def main(args: argparse.Namespace) -> int:
     if args.html and args.json and args.html == args.json:
         raise UsageError("--html and --json name the same file; give each report its own")
     history = load(args.history, args.system, args.max_events)
+    declared = read_declared(args.declared, history.header.system)
     return judge(history, source=args.history, profile=args.profile, budget=args.budget,
                  max_timer_lag=args.max_timer_lag, html_path=args.html, json_path=args.json,
-                 max_memory_mib=args.max_memory, allow_unanswered=args.allow_unanswered)
+                 max_memory_mib=args.max_memory, allow_unanswered=args.allow_unanswered, declared=declared)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -214,6 +239,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help=f"refuse a history of more events, before reading the rest (default "
                              f"{MAX_CHECK_EVENTS:,}; at most 1,000,000)")
     add_allow_unanswered(parser)
+    add_declared(parser)
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON")
     parser.set_defaults(run=main)

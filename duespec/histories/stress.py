@@ -461,7 +461,7 @@ def stress(*, target: str, clients: int, ops: int, clock: str, seed: int, keys: 
 def main(args: argparse.Namespace) -> int:
     from duespec.exits import UsageError
     from duespec.histories.format import HistoryError
-    from duespec.histories.linearize_command import judge
+    from duespec.histories.linearize_command import judge, read_declared
     from duespec.outputs import check_output
 
     if not 1 <= args.clients <= MAX_CLIENTS:
@@ -491,6 +491,7 @@ def main(args: argparse.Namespace) -> int:
     for what, path in (("-o", args.output), ("--html", args.html)):
         if path:
             check_output(path, what=what)
+    declared = read_declared(args.declared, args.system)
     keep = args.output is not None
     if keep:
         output = Path(args.output)
@@ -513,7 +514,7 @@ def main(args: argparse.Namespace) -> int:
           f"{time.perf_counter() - started:.1f} s ({args.clock} clock"
           f"{f', {unknown} with outcome unknown' if unknown else ''}); history {output}", flush=True)
     code = judge(history, source=str(output), profile=None, budget=args.budget, max_timer_lag=args.max_timer_lag,
-                 html_path=args.html, allow_unanswered=args.allow_unanswered)
+                 html_path=args.html, allow_unanswered=args.allow_unanswered, declared=declared)
     if not keep and code == 0:
         output.unlink()
         os.rmdir(output.parent)
@@ -522,7 +523,7 @@ def main(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from duespec.histories.linearize import DEFAULT_MAX_TIMER_LAG
-    from duespec.histories.linearize_command import _non_negative, add_allow_unanswered, budget_seconds
+    from duespec.histories.linearize_command import _non_negative, add_allow_unanswered, add_declared, budget_seconds
 
     parser = subparsers.add_parser(
         "stress", help="drive a server with many concurrent clients and check the history",
@@ -558,6 +559,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-timer-lag", type=_non_negative, default=DEFAULT_MAX_TIMER_LAG, metavar="MS",
                         help="real clock: how late the server may fire a due timeout")
     add_allow_unanswered(parser)
+    add_declared(parser)
     parser.add_argument("--html", metavar="FILE", help="also write linearize's HTML report")
     parser.add_argument("--profile", choices=("lean", "deployed"), default="lean",
                         help="the spec reading the server is reset to (default lean)")
