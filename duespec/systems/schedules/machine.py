@@ -255,6 +255,22 @@ class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
         self.act("promise.create", {"id": id, "timeoutAt": max(self.now + timeout, 0),
                                     "param": param, "tags": tags})
 
+    def has_promises(self) -> bool:
+        return bool(self.state["promises"])
+
+    @precondition(has_promises)
+    @rule(pick=st.integers(0, 30), timeout=st.sampled_from((-1, MINUTE, DAY)), tags=st.sampled_from(TAGS))
+    def create_an_existing_promise(self, pick: int, timeout: int, tags: Json) -> None:
+        """A create of an id that exists, with another body (a client retrying a create whose
+        arguments changed): the spec answers the stored promise and changes nothing (P-02),
+        which the read after it shows."""
+        promises = self.state["promises"]
+        existing = promises[pick % len(promises)]
+        other = PARAMS[1] if existing["param"] == PARAMS[0] else PARAMS[0]
+        self.act("promise.create", {"id": existing["id"], "timeoutAt": max(self.now + timeout, 0),
+                                    "param": other, "tags": tags})
+        self.act("promise.get", {"id": existing["id"]})
+
     def has_schedules(self) -> bool:
         return bool(self.schedules())
 

@@ -132,6 +132,10 @@ class PromisesAndTasks:
                          "task.continue": ("halted",)}
             self.act(op, {"id": self.pick_task(pick, *preferred.get(op, ()))["id"]})
 
+    def lease_of(self, id: str) -> int | None:
+        """When the lease of task `id` lapses (the model's state), or None: not acquired."""
+        return next((x["timeout"] for x in self.state["taskTimeouts"] if x["id"] == id and x["kind"] == 1), None)
+
     def holder(self, pick: int, awaited_first: bool = False) -> dict[str, Json]:
         """An acquired task with a live promise (one somebody awaits first, if asked); when
         there is none but a pending task with one, a worker first acquires it (its own
@@ -215,17 +219,28 @@ class PromisesAndTasks:
         that finds its task fulfilled."""
         t = self.holder(pick)
         id, version = t["id"], t["version"]
+        first = self.lease_of(id)
         if story == "lease_lapses" or pick % 2:
-            # a moment later the holder heartbeats (renewed), or a worker that is not the holder does
-            self.move_clock(self.now + 1)
+            # later in the lease (half way to its deadline, the promise still pending) the
+            # holder heartbeats (renewed), or a worker that is not the holder does; a renewal
+            # then moves the deadline well on
+            ends = min(first, *(p["timeoutAt"] for p in self.state["promises"] if p["id"] == id)) \
+                if first is not None else self.now
+            self.move_clock((self.now + ends) // 2 if ends > self.now + 1 else self.now + 1)
             pid = "stranger" if pick % 4 == 1 else t.get("pid") or PIDS[0]
             self.act("task.heartbeat", {"pid": pid, "tasks": [{"id": id, "version": version}]})
             # a renewal shows only in the state (the lease's timeout), which the story's later
             # steps replace or lapse before the rule's own comparison: compare it here
             self.invariants_hold()
         if story == "lease_lapses":
-            lease = [x["timeout"] for x in self.state["taskTimeouts"] if x["id"] == id and x["kind"] == 1]
-            self.move_clock(lease[0] if lease else self.now + 1)
+            lease = self.lease_of(id)
+            if first is not None and lease is not None and self.now <= first < lease:
+                # renewed: its first deadline passes and the task is still held (a response
+                # shows it: the tick fires no lease, a read finds the task acquired)
+                self.move_clock(first)
+                self.act("tick", {})
+                self.act("task.get", {"id": id})
+            self.move_clock(lease if lease is not None else self.now + 1)
             self.act("tick", {})
         elif story in ("resumed_by_settle", "resumed_by_timeout"):
             by_timeout = story == "resumed_by_timeout"

@@ -1,0 +1,28 @@
+"""Servers with a bug at a boundary a real server gets wrong (issue 40's rules): each is
+`duespec serve`'s own server with one change, as tools/pg_variants/variants.py makes of
+resonate.sql (heartbeat_not_renewing, create_existing_overwrites_param)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from duespec.impl.schedules import ScheduleServer
+
+
+class HeartbeatRenewsNothing(ScheduleServer):
+    """task.heartbeat answers 200 and leaves every lease where it was: a task its holder
+    keeps heartbeating still lapses at its first deadline (T-05)."""
+
+    def task_heartbeat(self, req, now):  # type: ignore[no-untyped-def]
+        return {"status": 200}
+
+
+class CreateOverwritesParam(ScheduleServer):
+    """promise.create of an id that exists stores the new request's param and answers it,
+    where the spec answers the stored promise and changes nothing (P-02)."""
+
+    def _promise_create(self, req, now):  # type: ignore[no-untyped-def]
+        existing = self.store.get_promise(req.id)
+        if existing is not None and existing.param != req.param:
+            self.store.set_promise(dataclasses.replace(existing, param=req.param))
+        return super()._promise_create(req, now)
