@@ -334,7 +334,7 @@ def compared_verdict(kind: FindingKind, step: dict[str, Json], expected: Json, a
     reordered: list[str] = []
     in_declared_order = getattr(masks, "in_declared_order", None)  # lists declared unordered
     if in_declared_order is not None:
-        actual, reordered = in_declared_order(kind, step["op"], requirements_of(cause), expected, actual)
+        actual, reordered = in_declared_order(kind, step["op"], cause, expected, actual)
         if reordered and same_json(expected, actual):
             return Masked(tuple(reordered), ends_run=False)
     paths = differing_paths(expected, actual) or ["$"]

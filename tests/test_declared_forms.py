@@ -71,7 +71,7 @@ def test_unordered_masks_no_path_and_leaves_the_rest_of_the_answer_compared(tmp_
     actual = {**fired(("schedule", "s"), ("promise", "a")), "status": 201}
     got = verdict(entries, expected, actual)
     assert isinstance(got, Difference) and got.path == "$.status"
-    assert not entries[0].matches(FindingKind.RESPONSE, "tick", ("ENV-01",), "$.fired", "lean")
+    assert not entries[0].matches(FindingKind.RESPONSE, "tick", ("ENV-01.promise",), "$.fired", "lean")
 
 
 def test_order_within_keeps_the_order_among_elements_of_one_kind(tmp_path) -> None:
@@ -123,6 +123,8 @@ messages = "$[].message.version"
     (UNORDERED_FIRED.replace("unordered = true", 'unordered = "yes"'), "unordered must be true or false"),
     (UNORDERED_FIRED + "order_within = 3\n", "order_within must name a key"),
     (UNORDERED_FIRED.replace('response = "$.fired"', 'messages = "fired"'), "is not a path"),
+    (UNORDERED_FIRED + 'branch = "early"\n', "is not a branch of the model like TO-01.early"),
+    (UNORDERED_FIRED + 'requirement = "ENV-01"\nbranch = "TO-01.early"\n', "is not a branch of requirement ENV-01"),
 ])
 def test_a_malformed_form_is_one_line_and_exit_2(tmp_path, capsys, text, problem) -> None:
     path = tmp_path / "declared.toml"
@@ -132,6 +134,37 @@ def test_a_malformed_form_is_one_line_and_exit_2(tmp_path, capsys, text, problem
     code = main(["conform", "schedules", "--target", "impl", "--declared", str(path), "--examples", "1"])
     err = capsys.readouterr().err
     assert code == 2 and problem in err and "Traceback" not in err, err
+
+
+# --- a branch: one way through a requirement, the others still compared ---------------------
+
+EARLY_TIMEOUT = '''
+[[difference]]
+reason = "our timeout handler does not look at timeoutAt"
+op = "promise.timeout"
+requirement = "TO-01"
+branch = "TO-01.early"
+state = "$.promises[].state"
+'''
+TIMEOUT = {"i": 3, "op": "promise.timeout", "args": {"id": "p"}, "now": 0, "result": {}}
+
+
+def test_a_branch_masks_that_branch_and_leaves_the_requirement_s_others_compared(tmp_path) -> None:
+    """A timeout delivered early (TO-01.early) may settle, as the declaration says; one
+    delivered to a promise already settled (TO-01.not_pending) that rewrites it is a bug
+    (tools/pg_variants' timeout_overwrites_settle), still found."""
+    entries = declared(tmp_path, EARLY_TIMEOUT)
+    masks = Masks("lean", declared=entries)
+    pending, timed_out = {"promises": [{"state": "pending"}]}, {"promises": [{"state": "rejected_timedout"}]}
+    early = compared_verdict(FindingKind.STATE, TIMEOUT, pending, timed_out, ("TO-01.early",), masks)
+    assert isinstance(early, Difference) and masks.add(early.divergence_class) == entries  # declared
+    assert isinstance(compared_verdict(FindingKind.STATE, TIMEOUT, pending, timed_out, ("TO-01.early",), masks),
+                      Masked)
+    resolved = {"promises": [{"state": "resolved"}]}
+    rewritten = compared_verdict(FindingKind.STATE, TIMEOUT, resolved, timed_out, ("TO-01.not_pending",), masks)
+    assert isinstance(rewritten, Difference), rewritten
+    assert masks.add(rewritten.divergence_class) == [], "the rewrite of a settled promise is declared"
+    assert "branch TO-01.early" in entries[0].describe()
 
 
 # --- resonate-pg's declarations, narrowed --------------------------------------------------

@@ -88,9 +88,8 @@ class Masks:
     slow_requests: dict[str, str] = field(default_factory=dict)
 
     def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
-        requirements = requirements_of(cause)
         for entry in self.active:
-            if entry.matches(kind, op, requirements, path, self.profile):
+            if entry.matches(kind, op, cause, path, self.profile):
                 return DECLARED + entry.describe()
         for found in self.undeclared:
             if found.masks(kind, op, path, cause):
@@ -103,21 +102,21 @@ class Masks:
     def refusal_masked(self, op: str, cause: tuple[str, ...]) -> bool:
         return REFUSED in cause and any(c.op == op and c.cause == cause for c in (*self.found, *self.known))
 
-    def in_declared_order(self, kind: FindingKind, op: str, requirements: tuple[str, ...],
+    def in_declared_order(self, kind: FindingKind, op: str, cause: tuple[str, ...],
                           expected: Any, actual: Any) -> tuple[Any, list[str]]:
         """`actual` with every list an `unordered` declaration of this step names in the
         expected order, where it holds the same elements (duespec.campaigns.declared); the
         labels of the declarations that reordered one."""
         entries = [entry for entry in self.declared
-                   if getattr(entry, "unordered", False) and entry.applies(kind, op, requirements, self.profile)]
+                   if getattr(entry, "unordered", False) and entry.applies(kind, op, cause, self.profile)]
         if not entries:
             return actual, []
         actual, used = in_declared_order(entries, expected, actual)
         return actual, [DECLARED + entry.describe() for entry in used]
 
-    def declaring(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str) -> Any:
+    def declaring(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> Any:
         for entry in self.declared:
-            if entry.matches(kind, op, requirements, path, self.profile):
+            if entry.matches(kind, op, cause, path, self.profile):
                 return entry
         return None
 
@@ -135,14 +134,14 @@ class Masks:
         if not open_paths:
             return None, list(dict.fromkeys(masked))
         requirements = requirements_of(cause)
-        undeclared = [p for p in open_paths if self.declaring(kind, op, requirements, p) is None]
+        undeclared = [p for p in open_paths if self.declaring(kind, op, cause, p) is None]
         first = (undeclared or open_paths)[0]
         return (DivergenceClass(kind, op, requirements, first, tuple(open_paths), cause),
                 list(dict.fromkeys(masked)))
 
     def declarations_of(self, found: DivergenceClass) -> list[Any] | None:
         """The declared entries that name every path of a class, or None when one is named by none."""
-        entries = [self.declaring(found.kind, found.op, found.requirements, p) for p in found.paths or (found.path,)]
+        entries = [self.declaring(found.kind, found.op, found.cause, p) for p in found.paths or (found.path,)]
         return None if any(entry is None for entry in entries) else list(dict.fromkeys(entries))
 
     def add(self, found: DivergenceClass) -> list[Any]:

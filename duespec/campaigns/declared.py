@@ -6,6 +6,7 @@
     reason = "we require a resonate:target tag (ticket 42)"
     op = "schedule.create"          # optional: any op when absent
     requirement = "S-02"            # optional: the step must have reached this requirement
+    branch = "S-02.exists"          # optional: the model's step must have taken this branch
     response = "$.status"           # a path in the response, or `state = "$.schedules"`
     profile = "lean"                # optional: every profile when absent
 
@@ -27,15 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duespec.judge import FindingKind
+from duespec.judge import FindingKind, requirements_of
 from duespec.limits import InputError, parse_json, read_file
 
 if TYPE_CHECKING:
     from duespec.systems import System
 
 REQUIREMENT_ID = re.compile(r"^[A-Z]{1,4}-\d{2,3}$")
+#: A branch of the model a step may take, as its coverage tags name it: "TO-01.early".
+BRANCH = re.compile(r"^[A-Z]{1,4}-\d{2,3}\.[a-z0-9_]+$")
 PATH = re.compile(r"^\$((\.[^.\[\]]+)|\[\*?\])*$")
-KEYS = {"reason", "op", "requirement", "response", "state", "messages", "profile", "unordered", "order_within"}
+KEYS = {"reason", "op", "requirement", "branch", "response", "state", "messages", "profile", "unordered",
+        "order_within"}
 #: Where a declared difference may be: a step's answer, the state after it, what it sent.
 PLACES = (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES)
 INPUT_KEYS = {"require_tags"}
@@ -54,22 +58,26 @@ class Declared:
     op: str | None = None
     requirement: str | None = None
     profile: str | None = None
+    #: A branch the model's step took (one of its coverage tags, "TO-01.early"): the entry
+    #: speaks of that branch only, so the requirement's other branches are still compared.
+    branch: str | None = None
     #: The list at `path` is compared as a multiset (the same elements, each as often, in
     #: any order), not masked: whatever its elements hold is still compared.
     unordered: bool = False
     #: With `unordered`: elements with the same value at this key keep their order.
     order_within: str | None = None
 
-    def applies(self, kind: FindingKind, op: str, requirements: tuple[str, ...], profile: str) -> bool:
-        """Whether the entry speaks of this step (its kind, op, requirement and profile)."""
+    def applies(self, kind: FindingKind, op: str, cause: tuple[str, ...], profile: str) -> bool:
+        """Whether the entry speaks of this step (its kind, op, requirement, branch and
+        profile); `cause` is the step's cause (judge.cause_of: the model's branches)."""
         return (kind == self.where and (self.op is None or op == self.op)
-                and (self.requirement is None or self.requirement in requirements)
+                and (self.requirement is None or self.requirement in requirements_of(cause))
+                and (self.branch is None or self.branch in cause)
                 and (self.profile is None or profile == self.profile))
 
-    def matches(self, kind: FindingKind, op: str, requirements: tuple[str, ...], path: str,
-                profile: str) -> bool:
+    def matches(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str, profile: str) -> bool:
         """Whether the entry masks this differing path (an `unordered` one masks none)."""
-        return not self.unordered and path == self.path and self.applies(kind, op, requirements, profile)
+        return not self.unordered and path == self.path and self.applies(kind, op, cause, profile)
 
     def describe(self) -> str:
         order = ""
@@ -78,6 +86,7 @@ class Declared:
         scope = " ".join(part for part in (
             self.where, self.op or "any op", self.path, order,
             f"requirement {self.requirement}" if self.requirement else "",
+            f"branch {self.branch}" if self.branch else "",
             f"profile {self.profile}" if self.profile else "") if part)
         return f"{scope}: {self.reason}"
 
@@ -163,6 +172,11 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
         raise fail(f"{system.name} has no op {op!r}; known: {', '.join(system.nameable_ops)}")
     if requirement is not None and (not isinstance(requirement, str) or not REQUIREMENT_ID.match(requirement)):
         raise fail(f"requirement {requirement!r} is not a requirement ID like D-09 or S-02")
+    branch = entry.get("branch")
+    if branch is not None and (not isinstance(branch, str) or not BRANCH.match(branch)):
+        raise fail(f"branch {branch!r} is not a branch of the model like TO-01.early (a coverage tag)")
+    if branch is not None and requirement is not None and not branch.startswith(requirement + "."):
+        raise fail(f"branch {branch} is not a branch of requirement {requirement}")
     if profile is not None and profile not in system.profiles:
         raise fail(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
     unordered, order_within = entry.get("unordered", False), entry.get("order_within")
@@ -172,8 +186,8 @@ def _entry(where: str, index: int, entry: Any, system: System) -> Declared:
         raise fail("order_within needs unordered = true: it says which elements of an unordered list keep their order")
     if order_within is not None and (not isinstance(order_within, str) or not order_within):
         raise fail(f"order_within must name a key of the list's elements, e.g. \"kind\"; got {order_within!r}")
-    return Declared(reason=reason.strip(), where=places[0], path=path, op=op,
-                    requirement=requirement, profile=profile, unordered=unordered, order_within=order_within)
+    return Declared(reason=reason.strip(), where=places[0], path=path, op=op, requirement=requirement,
+                    profile=profile, branch=branch, unordered=unordered, order_within=order_within)
 
 
 def in_declared_order(entries: list[Declared], expected: Any, actual: Any) -> tuple[Any, list[Declared]]:

@@ -73,7 +73,7 @@ from duespec.histories.format import Event, History
 from duespec.systems import get_system, model_of
 from duespec.systems.concurrent import Concurrency, concurrency_of
 from duespec.coverage import isolated
-from duespec.judge import FindingKind, answers_agree, differs_only_at, requirements_of
+from duespec.judge import FindingKind, answers_agree, cause_of, differs_only_at
 from duespec.targets.interface import comparable, same_json
 
 Json = Any
@@ -371,9 +371,9 @@ class _Search:
             return False
         with isolated() as tags:
             self.hooks.fork(target).step(event.op, event.args, now)
-        requirements = requirements_of(tags)
+        cause = cause_of(tags)
         return differs_only_at(answer, event.response, lambda path: any(
-            entry.matches(FindingKind.RESPONSE, event.op, requirements, path, profile) for entry in entries))
+            entry.matches(FindingKind.RESPONSE, event.op, cause, path, profile) for entry in entries))
 
     def frontier(self, placed: int) -> tuple[int, frozenset[int], int]:
         """The placed calls (bit i: call i) as the search keeps them: the first call of
