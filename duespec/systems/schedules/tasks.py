@@ -184,6 +184,20 @@ class PromisesAndTasks:
                 "kind": "settle", "id": self.pick_promise(pick, "absent", pending=True),
                 "state": state, "value": PARAMS[0]}})
 
+    @rule(pick=st.integers(0, 30), state=st.sampled_from(SETTLE_STATES))
+    def settle_twice(self, pick: int, state: str) -> None:
+        """A second settle of a promise, with another state and value (a client retrying a
+        settle, or two racing): the first stays and the answer is the stored promise
+        (P-03.already_settled), which the read after it shows. A pending one is settled first."""
+        promises = [p for p in self.state["promises"] if p["state"] != "pending" or p["timeoutAt"] > self.now]
+        if not promises:
+            return
+        id = promises[pick % len(promises)]["id"]
+        if next(p["state"] for p in promises if p["id"] == id) == "pending":
+            self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[0]})
+        self.act("promise.settle", {"id": id, "state": state, "value": PARAMS[1]})
+        self.act("promise.get", {"id": id})
+
     @rule(op=st.sampled_from(("promise.settle", "promise.register_callback", "promise.register_listener")),
           pick=st.integers(0, 30), other=st.integers(0, 30), state=st.sampled_from(SETTLE_STATES),
           live=st.booleans(), address=st.sampled_from(("poll://a", "poll://b")))
