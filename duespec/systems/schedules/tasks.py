@@ -192,8 +192,9 @@ class PromisesAndTasks:
         promises = [p for p in self.state["promises"] if p["state"] != "pending" or p["timeoutAt"] > self.now]
         if not promises:
             return
-        id = promises[pick % len(promises)]["id"]
-        if next(p["state"] for p in promises if p["id"] == id) == "pending":
+        chosen = promises[pick % len(promises)]
+        id = chosen["id"]
+        if chosen["state"] == "pending":
             self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[0]})
         self.act("promise.settle", {"id": id, "state": state, "value": PARAMS[1]})
         self.act("promise.get", {"id": id})
