@@ -34,6 +34,9 @@ _RUN_LENGTH = ("how long a run grows before it splits: every line reads _RUN_MAX
 _LAYOUT_ONLY = ("where the id window starts or how much room it keeps: every lookup takes slots[id - base] "
                 "for id >= base and far below it, and _place puts every row below base in far, so each "
                 "layout answers the same")
+_MESSAGE_ONLY = ("only the wording of an InvalidRequest's message changes (an ellipsis after a long "
+                 "value, `is` or `are`), not the test that refuses: the same 400; a message is prose, "
+                 "which no comparison reads (docs/protocol.md)")
 _MONTH_ESTIMATE = ("the estimate of a day's month index, which the next lines correct by one month either way: "
                    "checked for every day from 1970-01-01 to 9999-12-31, the changed formula is never more "
                    "than one month off (nor negative), so the corrected month, and every answer, is the same")
@@ -599,4 +602,23 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "Gt -> GtE"): _MAX_TIME_NO_FIRE,
     ("impl/schedules_records.py", "next_run", "return following if following <= MAX_TIME else NEVER",
      "LtE -> Lt"): _MAX_TIME_NO_FIRE,
+    # sixth round: the floor's survivors (docs/mutation.md, "The floor")
+    ("impl/schedules_records.py", "check_value",
+     'f"({\', \'.join(map(repr, odd))} {\'is\' if len(odd) == 1 else \'are\'} amiss)")', "Eq -> NotEq"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_tags",
+     'f"{delay[:40]}{\'...\' if len(delay) > 40 else \'\'} ({len(delay)} digits)")', "Gt -> GtE"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_tags",
+     'f"{delay[:40]}{\'...\' if len(delay) > 40 else \'\'} ({len(delay)} digits)")', "Gt -> Lt"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_value",
+     'f"({\', \'.join(map(repr, odd))} {\'is\' if len(odd) == 1 else \'are\'} amiss)")', "1 -> 2"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_value",
+     'f"({\', \'.join(map(repr, odd))} {\'is\' if len(odd) == 1 else \'are\'} amiss)")', "1 -> 0"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_tags",
+     'f"{delay[:40]}{\'...\' if len(delay) > 40 else \'\'} ({len(delay)} digits)")', "40 -> 41 #1"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_tags",
+     'f"{delay[:40]}{\'...\' if len(delay) > 40 else \'\'} ({len(delay)} digits)")', "40 -> 39 #1"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_tags",
+     'f"{delay[:40]}{\'...\' if len(delay) > 40 else \'\'} ({len(delay)} digits)")', "40 -> 41 #2"): _MESSAGE_ONLY,
+    ("impl/schedules_records.py", "check_tags",
+     'f"{delay[:40]}{\'...\' if len(delay) > 40 else \'\'} ({len(delay)} digits)")', "40 -> 39 #2"): _MESSAGE_ONLY,
 }
