@@ -23,13 +23,16 @@ command block before it: each must be in that output, in order, `...` standing f
 from __future__ import annotations
 
 import os
+import fcntl
 import re
 import shlex
+import tempfile
 import signal
 import socket
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,10 +256,27 @@ def scratch_checkout(folder: Path) -> Path:
     return folder
 
 
+def _hold_port(address: tuple[str, int], held: ExitStack, where: str) -> None:
+    """Hold the address a block serves on until the block ends: the blocks are written with
+    the ports a reader would type (8001), so two blocks run at once (`-n 2`, or two `make test`
+    on one machine) would otherwise meet on one port, the second block's commands talking to
+    the first block's server (a `--clock real` one answering a campaign that expects a pinned
+    clock). A lock file per port orders them; a port some other program holds fails here, by
+    name, instead of being checked by mistake."""
+    lock = open(Path(tempfile.gettempdir()) / f"duespec-docs-port-{address[1]}.lock", "w")
+    held.callback(lock.close)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    held.callback(fcntl.flock, lock, fcntl.LOCK_UN)
+    with socket.socket() as probe:
+        if probe.connect_ex(address) == 0:
+            raise AssertionError(f"{where}: {address[0]}:{address[1]} is already served by another program")
+
+
 def run_block(block: Block, cwd: Path = ROOT) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     background: list[subprocess.Popen[str]] = []
     last_output = ""
+    held = ExitStack()
     try:
         for command in block.commands:
             where = f"{block.name} (line {command.line}): {command.text}"
@@ -266,11 +286,13 @@ def run_block(block: Block, cwd: Path = ROOT) -> None:
                 background[0].wait(60)
                 continue
             if command.background:
+                address = _serves(command.text)
+                if address is not None:
+                    _hold_port(address, held, where)
                 process = subprocess.Popen(["bash", "-c", "exec " + command.text.rstrip("&").strip()], cwd=cwd,
                                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
                                            start_new_session=True)
                 background.append(process)
-                address = _serves(command.text)
                 if address is not None:
                     _wait_for(address, process)
                 continue
@@ -287,6 +309,7 @@ def run_block(block: Block, cwd: Path = ROOT) -> None:
             if process.poll() is None:
                 process.terminate()
                 process.wait(60)
+        held.close()
 
 
 def _assert_lines_in(block: Block, output: str) -> None:
