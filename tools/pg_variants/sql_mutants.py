@@ -482,7 +482,12 @@ def stratified_sample(everything: list[SqlMutant], size: int, seed: int) -> list
     rest = size - sum(quotas.values())
     for op in sorted(shares, key=lambda o: (-(shares[o] - int(shares[o])), OPERATORS.index(o)))[:rest]:
         quotas[op] += 1
-    chosen = [m for op, ms in by_operator.items() for m in rng.sample(ms, min(quotas[op], len(ms)))]
+    # an operator with fewer mutants than its quota gives the rest to those with most left
+    quotas = {op: min(q, len(by_operator[op])) for op, q in quotas.items()}
+    while sum(quotas.values()) < size:
+        op = max(by_operator, key=lambda o: (len(by_operator[o]) - quotas[o], -OPERATORS.index(o)))
+        quotas[op] += 1
+    chosen = [m for op, ms in by_operator.items() for m in rng.sample(ms, quotas[op])]
     rng.shuffle(chosen)
     return chosen
 
