@@ -4,6 +4,7 @@ of the real resonate.sql applies, once, where it was found. No PostgreSQL needed
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,7 @@ sys.path.insert(0, str(ROOT / "tools" / "pg_variants"))
 
 import pg_support  # noqa: E402
 import sql_mutants  # noqa: E402
-from mutate_sql import Result, benchmark_commands, summary  # noqa: E402
+from mutate_sql import Result, benchmark_commands, main, summary  # noqa: E402
 from needs import unavailable  # noqa: E402
 from run import readme_commands  # noqa: E402
 from sql_survivors import EQUIVALENT, GAP, SURVIVORS  # noqa: E402
@@ -164,6 +165,20 @@ def test_the_kill_rate_leaves_out_equivalent_survivors_and_stillborn_and_needs_e
     assert "3 killed of 4 non-equivalent = 75.0%" in text and "GAP: a campaign" in text and not holds
     text, holds = summary(killed[:3] + [Result(f"h{i}", "lock", "f", "hung", 1.0) for i in range(5)])
     assert "8 killed of 8" in text and "5 of the killed hung" in text and holds
+
+
+def test_summary_judges_saved_results_again_and_exits_by_the_done_when(tmp_path, capsys):
+    killed = [Result(f"k{i}", "cmp", "f", "killed", 1.0).__dict__ for i in range(4)]
+    saved = tmp_path / "out.json"
+    saved.write_text(json.dumps(killed + [Result("s", "lock", "f", "survived", 1.0).__dict__]))
+    assert main(["--summary", str(saved)]) == 1
+    assert "4 killed of 5 non-equivalent = 80.0%" in capsys.readouterr().out
+    later = tmp_path / "later.json"  # the same mutant run again: the later result is kept
+    later.write_text(json.dumps([Result("s", "lock", "f", "killed", 1.0).__dict__]))
+    assert main(["--summary", str(saved), str(later)]) == 0
+    assert "5 killed of 5" in capsys.readouterr().out
+    saved.write_text("not json")
+    assert main(["--summary", str(saved)]) == 2
 
 
 def test_the_benchmark_runs_the_readmes_response_only_examples_20_and_stress_declared_commands():

@@ -24,6 +24,7 @@ The kill rate is killed / (run - stillborn - survivors judged equivalent).
     python tools/pg_variants/mutate_sql.py --sample 6 --seed 1     # a stratified sample, run
     python tools/pg_variants/mutate_sql.py --only 'lock _lock:382 ...'   # one mutant by its id
     python tools/pg_variants/mutate_sql.py --load                  # does each mutant load? (no commands)
+    python tools/pg_variants/mutate_sql.py --summary out.json      # judge again what an --out file holds
 
 Exit 0 only when the kill rate is at least 80% and every survivor is judged; 1 otherwise;
 2 bad usage, or no PostgreSQL / resonate.sql.
@@ -172,7 +173,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", action="store_true", help="only load each chosen mutant: list the stillborn")
     parser.add_argument("--logs", type=Path, help="keep each command's output here (default: a temp dir)")
     parser.add_argument("--out", type=Path, help="write each result as it comes, as JSON")
+    parser.add_argument("--summary", type=Path, nargs="+", metavar="JSON",
+                        help="the kill rate and the survivors of previous --out files, judged by today's "
+                             "sql_survivors.py (merged by id, the last file's result kept), run nothing")
     args = parser.parse_args(argv)
+    if args.summary:
+        merged = {}
+        for path in args.summary:
+            try:
+                merged.update({r["id"]: Result(**r) for r in json.loads(path.read_text())})
+            except (OSError, ValueError, TypeError, KeyError) as error:
+                print(f"mutate_sql.py: {path}: not an --out file ({error})", file=sys.stderr)
+                return 2
+        text, holds = summary(list(merged.values()))
+        print(text)
+        return 0 if holds else 1
 
     if args.sample < 0 or args.wall <= 0:
         print("mutate_sql.py: --sample must be >= 0 and --wall positive", file=sys.stderr)
