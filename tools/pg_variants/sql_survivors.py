@@ -42,4 +42,29 @@ SURVIVORS: dict[str, tuple[str, str]] = {
               "task.get says 1 after; checked by hand on both files. Neither response-only campaign reaches "
               "a task.create of a pending task holding a resume (--examples 20, and --examples 100: exit 0 in "
               "259 s); a campaign story that resumes a task and then re-creates it would show it"),
+    # --sample 6 --seed 2 (docs/mutation.md, section 3)
+    "for-update promise_settle:458 id = p_id FOR UPDATE; -> id = p_id;":
+        (EQUIVALENT, _ADVISORY_LOCK_FIRST),
+    "order-by process_task_timeouts:979 timeout_at, id LOOP -> timeout_at, id DESC LOOP":
+        (EQUIVALENT, "only the order in which tasks due at the same instant time out changes: each "
+                     "_on_task_*_timeout touches its own task row and its own outbox key (the task id), so "
+                     "the only trace is the order of different tasks' execute messages, which the protocol "
+                     "leaves free (docs/operations.md: any order between transitions); the adapter's `fired` "
+                     "is read from the tables, and a deadlock with a heartbeat, possible in either order, is "
+                     "retried by process_timeouts and resonate_rpc alike"),
+    "cmp _cascade_settle:275 task_id = p.id; -> task_id <> p.id;":
+        (GAP, "a settle deletes every other task's waiting execute message and keeps its own: with "
+              "promise.create t1 and t2 (resonate:target poll://any@w) then promise.settle t2, "
+              "dequeue_execute gives t1 on the shipped file and t2 on the mutant (checked by hand). The "
+              "response-only campaign drains every address after each step, so a settle finds only its own "
+              "step's messages: a messages check that lets them wait a step, the state campaign (which "
+              "observes the outbox undrained), or one tick timing out two promises after the first resumed "
+              "a task would show it"),
+    "off-by-one _next_cron:339 _cron_field(f[3], 1, 31); -> _cron_field(f[3], 0, 31);":
+        (GAP, "a day-of-month step counts from day 0: `0 0 */10 * *` from 1970-01-05 next fires on the "
+              "10th, not the 11th (checked by hand: _next_cron on both files), so schedule.create answers "
+              "another nextRunAt. Only a step from `*` reads the bound (`*`, values, ranges and lists expand "
+              "alike: there is no day 0); cron_expressions draws `*/10` for that field, yet the 20-example "
+              "campaign showed no difference: more examples, or a day-of-month step among the hand-picked "
+              "CRONS, would show it"),
 }
