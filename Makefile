@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # one "not run" line at the end, and fails the run only under CI=true.
 SERVICES := $(BIN)/python tools/services.py run --
 
-.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg pg-variants bench crash-test clean
+.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg pg-variants pg-mutation bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,10 +29,12 @@ test-long: $(STAMP)
 	$(SERVICES) $(BIN)/python -m pytest -q -n 2 -m "long or variants"
 
 # Everything duespec checks of itself, on embedded defaults: exit 0 when all holds. The
-# mutation floor first (docs/mutation.md, "The floor"), then the suite, then the long tests.
+# mutation floor first (docs/mutation.md, "The floor"), then the suite, then the long tests,
+# then the SQL mutation benchmark on a real PostgreSQL (docs/mutation.md, section 3).
 check: $(STAMP) mutation-floor
 	$(BIN)/duespec suite
 	$(MAKE) test-long
+	$(MAKE) pg-mutation
 
 # duespec stress against resonate-pg on a real PostgreSQL (CI runs it). Exit 2, "NOT CHECKED",
 # without PostgreSQL or resonate.sql: see tools/stress_resonate_pg.py.
@@ -57,6 +59,14 @@ bench: $(STAMP)
 # diffed with the unmodified server (tools/pg_variants/run.py; issue 40's Done-when; an hour or more).
 pg-variants: $(STAMP)
 	$(SERVICES) $(BIN)/python tools/pg_variants/run.py
+
+# Mutants of resonate.sql (tools/pg_variants/sql_mutants.py) through the README's response-only
+# --examples 20 and stress --declared commands, a sample stratified by operator: exit 0 when at
+# least 80% of the non-equivalent ones are killed and every survivor is judged
+# (tools/pg_variants/sql_survivors.py); 2 without PostgreSQL or resonate.sql. Issue 40, point 7.
+PG_MUTATION_SAMPLE ?= 40
+pg-mutation: $(STAMP)
+	$(SERVICES) $(BIN)/python tools/pg_variants/mutate_sql.py --sample $(PG_MUTATION_SAMPLE) --seed 1
 
 # SIGKILL durability of the file-backed schedules store at 1,000 kill points (make test-long runs 100).
 crash-test: $(STAMP)

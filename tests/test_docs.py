@@ -81,6 +81,7 @@ PLACEHOLDERS = [
     ("docs/mutation.md", '.venv/bin/python tools/mutate_impl.py --hand all --campaign-seeds 0 1 2 --out hand.json'),
     ("docs/mutation.md", '.venv/bin/python tools/mutate_impl.py --floor full --workers 2 --doc docs/mutation.md'),
     ("docs/mutation.md", '.venv/bin/duespec bench --only variants'),
+    ("docs/mutation.md", '.venv/bin/python tools/pg_variants/mutate_sql.py --list'),
     ("docs/performance.md", 'make bench'),
     ("docs/wire.md", 'duespec serve schedules'),
 ]
