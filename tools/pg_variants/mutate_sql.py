@@ -33,10 +33,12 @@ Exit 0 only when the kill rate is at least 80% and every survivor is judged; 1 o
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ import sql_mutants  # noqa: E402
 from sql_survivors import EQUIVALENT, GAP, SURVIVORS  # noqa: E402
 
 import pg_support  # noqa: E402
+from needs import under_ci  # noqa: E402
 
 #: Issue 40's Done-when: at least this share of the non-equivalent mutants killed.
 KILL_RATE = 0.80
@@ -170,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="ID", help="run this mutant (repeatable)")
     parser.add_argument("--wall", type=float, default=WALL_SECONDS,
                         help=f"seconds each command may run against a mutant (default {WALL_SECONDS:.0f})")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="mutants checked at once, each on its own PostgreSQL (default 1)")
+    parser.add_argument("--not-run-outside-ci", action="store_true",
+                        help="without PostgreSQL or resonate.sql, say 'not run' and exit 0 unless CI=true "
+                             "(make check: the policy of the resonate-pg tests, tests/needs.py)")
     parser.add_argument("--load", action="store_true", help="only load each chosen mutant: list the stillborn")
     parser.add_argument("--logs", type=Path, help="keep each command's output here (default: a temp dir)")
     parser.add_argument("--out", type=Path, help="write each result as it comes, as JSON")
@@ -189,12 +197,17 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         return 0 if holds else 1
 
-    if args.sample < 0 or args.wall <= 0:
-        print("mutate_sql.py: --sample must be >= 0 and --wall positive", file=sys.stderr)
+    if args.sample < 0 or args.wall <= 0 or args.workers < 1:
+        print("mutate_sql.py: --sample must be >= 0, --wall positive and --workers at least 1", file=sys.stderr)
         return 2
     try:
         original = pg_support.resonate_sql()
+        if not (args.list or args.ids):
+            pg_support.pg_bin_dir()
     except pg_support.PostgresUnavailable as error:
+        if args.not_run_outside_ci and not under_ci():
+            print(f"not run: the SQL mutation benchmark: {error} (outside CI, as the resonate-pg tests)")
+            return 0
         print(f"mutate_sql.py: {error}", file=sys.stderr)
         return 2
     everything = sql_mutants.mutants(original.read_text())
@@ -216,11 +229,6 @@ def main(argv: list[str] | None = None) -> int:
         chosen = sql_mutants.stratified_sample(everything, args.sample, args.seed)
     else:
         chosen = everything
-    try:
-        pg_support.pg_bin_dir()
-    except pg_support.PostgresUnavailable as error:
-        print(f"mutate_sql.py: {error}", file=sys.stderr)
-        return 2
     if args.load:
         return load_only(chosen, original)
 
@@ -245,19 +253,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"note: the unmodified server's `{outcome.command.label}` did not exit 0 "
                   f"({'stopped at its wall' if outcome.returncode is None else f'exit {outcome.returncode}'}): "
                   f"only its new findings can kill a mutant", flush=True)
-    results: list[Result] = []
+    results: dict[int, Result] = {}
+    lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="pg-mutants-sql-") as sql_dir:
-        for index, mutant in enumerate(chosen, 1):
+        def check(index: int, mutant: sql_mutants.SqlMutant) -> None:
             import psycopg
 
-            print(f"[{index}/{len(chosen)}] {mutant.id}", flush=True)
             path = sql_mutants.write_mutant(mutant, original, Path(sql_dir), f"mutant-{index}")
             began = time.monotonic()
             try:
                 outcomes = runner.run_server(path, commands, args.wall, logs, f"mutant-{index}")
-            except pg_support.PostgresUnavailable as error:
-                print(f"mutate_sql.py: {error}", file=sys.stderr)
-                return 2
             except psycopg.Error as error:  # the mutated file does not load
                 result = Result(mutant.id, mutant.operator, mutant.function, "stillborn",
                                 time.monotonic() - began, error=str(error).splitlines()[0])
@@ -265,12 +270,24 @@ def main(argv: list[str] | None = None) -> int:
                 outcome, found = classify(base, outcomes)
                 result = Result(mutant.id, mutant.operator, mutant.function, outcome,
                                 time.monotonic() - began, found)
-            results.append(result)
-            print(f"  -> {result.outcome} ({result.seconds:.0f}s)"
-                  + "".join(f"\n     {what[:140]}" for what in result.found), flush=True)
-            if args.out is not None:
-                args.out.write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
-    text, holds = summary(results)
+            with lock:
+                results[index] = result
+                print(f"[{index}/{len(chosen)}] {mutant.id}\n  -> {result.outcome} ({result.seconds:.0f}s)"
+                      + "".join(f"\n     {what[:140]}" for what in result.found), flush=True)
+                if args.out is not None:
+                    args.out.write_text(json.dumps([results[i].__dict__ for i in sorted(results)], indent=2) + "\n")
+
+        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+            futures = [pool.submit(check, index, mutant) for index, mutant in enumerate(chosen, 1)]
+            for future in futures:
+                try:
+                    future.result()
+                except pg_support.PostgresUnavailable as error:
+                    for other in futures:
+                        other.cancel()
+                    print(f"mutate_sql.py: {error}", file=sys.stderr)
+                    return 2
+    text, holds = summary([results[i] for i in sorted(results)])
     print(f"\n{text}\n(wall {time.monotonic() - started:.0f}s, load {os.getloadavg()[0]:.1f})")
     return 0 if holds else 1
 
