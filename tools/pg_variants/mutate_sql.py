@@ -72,13 +72,14 @@ class Result:
     error: str = ""
 
 
-def benchmark_commands(commands: list[runner.Command]) -> list[runner.Command]:
-    """The README's response-only `--examples 20` command and its `stress --declared` one."""
-    conform = [c for c in commands if c.label == "conform response-only" and "--examples 20" in c.text]
+def benchmark_commands(commands: list[runner.Command], examples: int = 20) -> list[runner.Command]:
+    """The README's response-only `--examples N` command (20, the quick one, by default; 100,
+    the one the README gives first) and its `stress --declared` one."""
+    conform = [c for c in commands if c.label == "conform response-only" and f"--examples {examples} " in c.text + " "]
     stress = [c for c in commands if c.label == "stress" and "--declared" in c.argv]
     if len(conform) != 1 or len(stress) != 1:
         raise SystemExit(f"mutate_sql.py: examples/resonate-pg/README.md has {len(conform)} response-only "
-                         f"`--examples 20` commands and {len(stress)} `stress --declared` ones, not one each")
+                         f"`--examples {examples}` commands and {len(stress)} `stress --declared` ones, not one each")
     return [conform[0], stress[0]]
 
 
@@ -173,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="ID", help="run this mutant (repeatable)")
     parser.add_argument("--wall", type=float, default=WALL_SECONDS,
                         help=f"seconds each command may run against a mutant (default {WALL_SECONDS:.0f})")
+    parser.add_argument("--examples", type=int, choices=(20, 100), default=20,
+                        help="which of the README's response-only commands runs: --examples 20 (default) or 100")
     parser.add_argument("--workers", type=int, default=1,
                         help="mutants checked at once, each on its own PostgreSQL (default 1)")
     parser.add_argument("--not-run-outside-ci", action="store_true",
@@ -235,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.logs is not None and args.logs.exists() and (not args.logs.is_dir() or any(args.logs.iterdir())):
         print(f"mutate_sql.py: --logs {args.logs} exists and is not an empty directory", file=sys.stderr)
         return 2
-    commands = benchmark_commands(runner.readme_commands())
+    commands = benchmark_commands(runner.readme_commands(), args.examples)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="pg-mutants-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
