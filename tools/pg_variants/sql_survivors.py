@@ -31,6 +31,42 @@ _ADVISORY_LOCK_FIRST = ("the function takes _lock(id) before this SELECT, and ev
                         "before this transaction ends (gc, which deletes without the lock, is run by no "
                         "command): no client can tell")
 
+#: Why dropping a task action's advisory lock changes nothing where its next statement locks the task row:
+#: that row lock, not the advisory one, orders the action with every other writer. Each writer of a tasks row
+#: or of its task_resumes takes the row lock before writing (SELECT ... FOR UPDATE or UPDATE first,
+#: _enqueue_resume included), and a promise's state changes only in a transaction that then updates its
+#: task's row (the settlement cascade), so such a change commits before the row lock is granted (and is read
+#: by the action's later statements) or after the action commits. The action waits only at that first lock,
+#: holding none, so it is in no deadlock either way.
+_ROW_LOCK_SUFFICES = ("the function's next statement takes the task's row FOR UPDATE, and that row lock orders it "
+                      "with every other writer: each writer of a tasks row or of its task_resumes takes the row "
+                      "lock before writing (_enqueue_resume included), and a promise's state changes only in a "
+                      "transaction that then updates its task's row (the settlement cascade), so such a change "
+                      "commits before the lock is granted, and is read after it, or after this call commits. The "
+                      "function reads nothing else another call could change, and waits only at that first lock, "
+                      "holding none, so it is in no deadlock either way: no client can tell")
+
+#: What a changed lock order (or a lock taken or left out) leaves of itself when every answer is the file's:
+#: which interleavings deadlock. resonate_rpc and process_timeouts retry a deadlocked call from the start
+#: with its writes undone, so the only trace is what a rolled-back attempt sent outside the database.
+_DEADLOCK_TRACE = ("Every deadlocked call is retried from the start by resonate_rpc or process_timeouts with its "
+                   "writes undone (an advisory xact lock is released at ROLLBACK TO SAVEPOINT, checked by hand), "
+                   "so answers, state and polled messages are those of a serial order either way; what a rolled-"
+                   "back attempt sent outside the database is not undone: with pgsql-http installed (a supported "
+                   "dispatch, synchronous in the outbox trigger) a settle's unblock to an http(s) listener, pushed "
+                   "before the deadlock, is pushed again by the retry. Neither command installs pgsql-http, "
+                   "listens at an http address or forces the interleaving. A GAP only by that push: read a "
+                   "retried deadlock as invisible, as the process_task_timeouts order entry does, and it is "
+                   "EQUIVALENT")
+
+#: Why the campaign at --examples 20 reaches few task stories on resonate-pg: of its 215 runs, 172 end early
+#: (mutant logs of the 40-mutant sample), 124 of them in the opening at a known schedule.create class (the
+#: accepted cron edges of the month, day-of-week and whole-cron fields begin with forms resonate-pg refuses,
+#: F-1b), the others at the declared listener address poll://a or callback on an internal promise.
+_FEW_RUNS_PAST_THE_OPENING = ("at --examples 20, 172 of the campaign's 215 runs end early, 124 in the opening "
+                              "(an accepted cron edge resonate-pg refuses, F-1b, a known class), most others at "
+                              "the declared listener poll://a or callback on an internal promise")
+
 SURVIVORS: dict[str, tuple[str, str]] = {
     # --sample 6 --seed 1 (docs/mutation.md, section 3)
     "for-update _on_task_retry_timeout:909 id = p_id FOR UPDATE; -> id = p_id;":
@@ -67,4 +103,156 @@ SURVIVORS: dict[str, tuple[str, str]] = {
               "alike: there is no day 0); cron_expressions draws `*/10` for that field, yet the 20-example "
               "campaign showed no difference: more examples, or a day-of-month step among the hand-picked "
               "CRONS, would show it"),
+    # --sample 40 --seed 1 (make pg-mutation): 23 survivors, judged by reading resonate.sql; "shown by
+    # hand" is a run of both files on a throwaway PostgreSQL through examples/resonate-pg/target.py
+    "lock _cascade_settle:290 PERFORM _lock(awaiter_id) FROM callbacks ... -> (dropped)":
+        (GAP, "_enqueue_resume's SELECT ... FOR UPDATE of the awaiter's task row then orders the resume with "
+              "every writer of that row and its task_resumes (each takes the row lock first), and nothing "
+              "else the resume writes is read under the advisory lock alone, so every answer is the file's; "
+              "which interleavings deadlock changes: shown by hand, promise.settle w (a listener, awaiter k's "
+              "callback) paused in its cascade beside task.suspend k on [w] deadlocks in the file (the settle "
+              "holds w and waits for k, the suspend holds k and waits for w) and not in the mutant (it needs "
+              "only k's row, not yet locked); a heartbeat locking rows in another order than the cascade can "
+              "deadlock with it only in the mutant. " + _DEADLOCK_TRACE),
+    "off-by-one process_promise_timeouts:963 := 0; -> := 1;":
+        (EQUIVALENT, "cnt only counts the promise timeouts a pass selected: the loop never reads it, and "
+                     "process_timeouts returns the sum to its caller alone, pg_cron (which discards it) or the "
+                     "adapter's tick (which uses it as an upper bound on what the pass fired, one more never "
+                     "trips it, and stops on a pass that fired nothing, not on the count); no protocol call "
+                     "returns it (section 11 grants resonate_worker neither function): arithmetic on a value "
+                     "no client sees"),
+    "cmp _cascade_settle:287 awaiter_id = p.id -> awaiter_id <> p.id":
+        (GAP, "every settle deletes the other awaiters' callbacks on pending promises (and keeps the settled "
+              "promise's own): task.create t (resonate:target), promise.create a and b (resonate:timer), "
+              "task.suspend t on [a] (200), promise.settle b, promise.settle a: task.get t answers pending "
+              "with 1 resume and t's worker is sent execute t v1 in the file, as the spec resumes it (R-00); "
+              "suspended, 0 resumes and no message in the mutant (shown by hand). The campaign's stories "
+              "never settle another promise while a suspended task waits, and the resume stories end on "
+              "resonate-pg before their suspend (resumed_by_settle and resumed_by_timeout register the "
+              "listener poll://a, declared, and resumed_by_settle awaits an internal promise, 422, known); "
+              + _FEW_RUNS_PAST_THE_OPENING + ". A story that suspends on an external promise and settles an "
+              "unrelated one before it would show it"),
+    "off-by-one _enqueue_resume:254 now + _retry_timeout() WHERE -> now + _retry_timeout() - 1 WHERE":
+        (GAP, "a resumed task's retry is due one ms early: task.create t, promise.create a (resonate:timer), "
+              "task.suspend t on [a], promise.settle a at T (t pending, execute t v1 sent), tick at "
+              "T + retry_timeout - 1: the file fires nothing, the mutant fires [retry t] and sends execute t "
+              "v1 again; the spec (R-00) arms the retry at T + retry_timeout (shown by hand, retry 5000). No "
+              "rule ticks at a retry deadline minus one, and a resume is itself rare on resonate-pg ("
+              + _FEW_RUNS_PAST_THE_OPENING + "); a tick at each armed task deadline minus one, after a resume, "
+              "would show it"),
+    "lock task_acquire:606 PERFORM _lock(p_id); -> (dropped)":
+        (EQUIVALENT, _ROW_LOCK_SUFFICES),
+    "cmp _enqueue_resume:252 t.state = 'suspended' -> t.state <> 'suspended'":
+        (GAP, "a suspended task is never resumed (and a pending, acquired or halted one is reset to pending "
+              "instead of buffering the resume): task.create t, promise.create a (resonate:timer), "
+              "task.suspend t on [a], promise.settle a: task.get t answers pending with 1 resume and execute "
+              "t v1 is sent in the file and the spec (R-00), suspended with no message in the mutant (shown "
+              "by hand). The one resume story resonate-pg lets through is fulfil_resumes_another (the others "
+              "register the listener poll://a or await an internal promise first), and " +
+              _FEW_RUNS_PAST_THE_OPENING + ": more examples, or the resume stories with an address and an "
+              "awaited promise resonate-pg accepts, would show it"),
+    "off-by-one _promise_json_raw:199 _promise_json(p, -1) $$; -> _promise_json(p, -2) $$;":
+        (GAP, "the projection of task.create's and task.fulfill's promise differs only for a pending promise "
+              "due at -1, which only a request at a negative now can store: task.create {action: {id t, "
+              "timeoutAt -1, resonate:target}} at now -3 answers the promise rejected_timedout (settledAt -1) "
+              "in the file and pending in the mutant (shown by hand). The spec refuses a negative now (400, "
+              "X-04; F-2, a known class the campaign does not send again), so no comparison with the spec "
+              "can tell the two files apart: only a check of resonate-pg against itself (the file's answers "
+              "to refused requests) would"),
+    "for-update _on_task_lease_timeout:926 id = p_id FOR UPDATE; -> id = p_id;":
+        (EQUIVALENT, _ADVISORY_LOCK_FIRST),
+    "off-by-one _next_cron:341 0, 6); -> 0, 7);":
+        (EQUIVALENT, "the day-of-week bound is read only by an item stepping from `*` or from a value (`*/s`, "
+                     "`a/s`), whose values up to 6 are the file's; the only value it can add is 7, which "
+                     "extract(dow) (0 to 6) never equals, so every cron matches the same days and every "
+                     "nextRunAt (schedule.create, the catch-up) is the file's, and no cron fails or passes "
+                     "differently (checked by hand: `*/1` to `*/8`, `5/1`, `1/3`, `6/7`, `0-6/2`, `*,3`, `7`, "
+                     "`6-7`, and with a day of the month)"),
+    "order-by task_suspend:702 BY lid; -> BY lid DESC;":
+        (GAP, "only the order in which task.suspend takes its advisory locks changes, so only which "
+              "interleavings deadlock: shown by hand, promise.settle b (a listener, awaiter z's callback) "
+              "paused in its cascade beside task.suspend z on [b]: the mutant locks z and then waits for b, "
+              "and deadlocks with the settle, which waits for z (one deadlock; the answers, 200 and 300, are "
+              "the file's); the file waits for b first, holding nothing (no deadlock). " + _DEADLOCK_TRACE),
+    "cmp promise_register_callback:491 pa.timeout_at > p_now -> pa.timeout_at >= p_now":
+        (GAP, "a callback is kept when registered at the awaited's timeout instant: promise.create a "
+              "(resonate:timer, timeoutAt T), task.create w, promise.register_callback {awaited a, awaiter w} "
+              "at T (200 with a resolved in both), tick at T (fires a): task.get w answers 0 resumes in the "
+              "file and the spec (P-04: not registered once timeoutAt <= now) and 1 in the mutant; a "
+              "suspended awaiter would be resumed (shown by hand). The campaign registers at an awaited's "
+              "exact timeoutAt rarely (P-04.projected, registration at or past it, 9 times in the baseline's "
+              "2,015 runs), and then needs an external awaited, a tick and a read of the awaiter's task: a "
+              "registration at each awaited's timeoutAt, then tick and task.get, would show it"),
+    "order-by _cascade_settle:291 awaited_id, awaiter_id; -> awaited_id, awaiter_id DESC;":
+        (GAP, "only the order in which a settlement locks its awaiters changes (its loop still resumes them "
+              "in ascending order): shown by hand, promise.settle a (awaiters t1, t2) beside task.heartbeat "
+              "[t1, t2], which locks in ascending order: the mutant deadlocks (one deadlock; both answer 200, "
+              "as in the file), the file does not. " + _DEADLOCK_TRACE),
+    "off-by-one _cron_field:307 part) > 0 THEN -> part) > 1 THEN":
+        (EQUIVALENT, "only an item beginning with '/' (the slash at position 1) is read otherwise: the file "
+                     "takes its range as '' and the mutant the whole item ('/5'), neither a number, so both "
+                     "raise in _cron_field before any search and schedule_create's handler answers 400 alike "
+                     "(checked by hand: `/5` in each field, `/`, `/-5`, `*,/5`); _next_cron is reached "
+                     "elsewhere only with a cron schedule_create took"),
+    "for-update dequeue_unblock:1261 FOR UPDATE SKIP LOCKED -> FOR UPDATE":
+        (GAP, "a worker polling an address waits for another worker's uncommitted dequeue there instead of "
+              "taking the messages it left: promise.create a and b (resonate:timer), listeners at "
+              "poll://any@x on both, promise.settle a and b; worker 1 takes one unblock in an open "
+              "transaction (dequeue_unblock(addr, 1)); worker 2's dequeue_unblock returns b's unblock at once "
+              "in the file, and in the mutant blocks until worker 1 commits (shown by hand: stopped by a 2 s "
+              "statement_timeout), so one stalled worker holds back every message of its address. The "
+              "campaign's messages hook dequeues from one connection, one address after another, and stress "
+              "never dequeues: two workers polling one address at once would show it"),
+    "off-by-one task_create:572 p_now + p_ttl) RETURNING -> p_now + p_ttl - 1) RETURNING":
+        (GAP, "a task created acquired has its lease due one ms early: task.create t (ttl 60000) at T, tick "
+              "at T + 59999: the file fires nothing and task.get t answers acquired, the mutant fires [lease "
+              "t], answers pending and sends execute t v1 (shown by hand); the spec (T-02) arms the lease at "
+              "T + ttl. The lease story ticks at the deadline itself (where both fire) or after a heartbeat, "
+              "which re-arms it correctly: a tick at the lease deadline minus one after task.create would "
+              "show it"),
+    "off-by-one _on_task_lease_timeout:931 p_now + _retry_timeout() WHERE -> p_now + _retry_timeout() + 1 WHERE":
+        (GAP, "after a lease lapses its retry is due one ms late: task.create t (ttl 60000) at T, tick at "
+              "T + 60000 (lease, execute t v1), tick at T + 65000: the file fires [retry t] and sends execute "
+              "t v1 again, the mutant fires nothing until T + 65001 (shown by hand, retry 5000); the spec "
+              "(TO-05) arms the retry at the tick's now + retry_timeout. No rule ticks at exactly the retry "
+              "deadline a lapse arms: a tick at each armed task deadline (and one ms before) would show it"),
+    "off-by-one task_suspend:686 '[]'::jsonb)) = 0 THEN -> '[]'::jsonb)) = -1 THEN":
+        (GAP, "task.suspend with no actions is no longer refused first: the file answers 400 whatever the "
+              "task (its stated check: parking with no awaited would strand the task), the mutant 404 for "
+              "an absent task and, for task.create t then task.suspend {id t, version 1, actions []}, 200 "
+              "with t suspended for good (shown by hand). The mutant's answers are the spec's (T-06 has no "
+              "empty-actions rule: no awaited, so suspended, 200), and the file's 400 is held in the "
+              "baseline as known task.suspend $.status classes, so no comparison with the spec can tell "
+              "the two files apart: only a check that pins resonate-pg's own stated refusal would"),
+    "drop-statement _cascade_settle:286 DELETE FROM callbacks ... -> (dropped)":
+        (GAP, "a settled awaiter keeps its callbacks on pending promises (the Lean's settlement scrub removes "
+              "them): task.create w, promise.create a (resonate:timer), register_callback(a, w), task.fulfill "
+              "w: the callbacks table holds (a, w) in the mutant and nothing in the file (shown by hand, "
+              "observe's $.promises[].callbacks). No protocol read returns callbacks, and when a settles, "
+              "_enqueue_resume finds w's task fulfilled (for good) and does nothing, so answers do not "
+              "change; duespec's state campaign would show the row, but every state-campaign run against "
+              "resonate-pg ends in its opening (F-1). The settlement of a also locks the finished awaiter: "
+              "shown by hand, promise.settle z beside promise.register_callback(z, p) for a fulfilled p "
+              "deadlocks in the mutant only. " + _DEADLOCK_TRACE),
+    "off-by-one resonate_rpc:1064 clock_timestamp()) * 1000)::bigint); -> clock_timestamp()) * 1001)::bigint);":
+        (GAP, "a request without resonate:debug_time, as every SDK request is, runs at the wall clock plus a "
+              "thousandth of the epoch (about 20 days): promise.create {id p, timeoutAt: wall clock + 1 h, "
+              "tags {}} answers pending, createdAt the wall clock, in the file, and rejected_timedout with "
+              "createdAt = timeoutAt in the mutant (shown by hand). duespec pins now on every request; the "
+              "one without it (a null now, F-2) is refused by the spec, a known class not sent again, and "
+              "answered at a clock that differs from run to run: a check that a request without "
+              "resonate:debug_time is served at the database's clock (createdAt within a second of it) "
+              "would show it"),
+    "lock task_halt:793 PERFORM _lock(p_id); -> (dropped)":
+        (EQUIVALENT, _ROW_LOCK_SUFFICES),
+    "off-by-one _next_cron:341 _cron_field(f[5], 0, 6); -> _cron_field(f[5], -1, 6);":
+        (GAP, "a day-of-week step counts from -1: from Wednesday 2025-01-01, `0 0 * * */7` next fires on "
+              "Saturday the 4th, not Sunday the 5th, and `0 0 * * */2` on Friday the 3rd, not Thursday the "
+              "2nd (shown by hand: schedule.create nextRunAt; the spec's `*/7` is day 0, Sunday); only a step "
+              "from `*` reads the bound. The day-of-week opening's accepted edges hold `0 0 * * */7`, but "
+              "after `0 0 * * 7`, which resonate-pg refuses (F-1b, a known class: the run ends there), and "
+              "cron_expressions draws `*/2` for the weekday in 1 pick of 11, in the few runs that get past "
+              "the opening: `*/7` before `7` in the edges, or a day-of-week step among CRONS, would show it"),
+    "for-update task_halt:794 id = p_id FOR UPDATE; -> id = p_id;":
+        (EQUIVALENT, _ADVISORY_LOCK_FIRST),
 }
