@@ -67,7 +67,7 @@ pg-variants: $(STAMP)
 # exit 2 under CI=true, as the resonate-pg tests (tests/needs.py). Issue 40, point 7.
 PG_MUTATION_SAMPLE ?= 40
 pg-mutation: $(STAMP)
-	$(SERVICES) $(BIN)/python tools/pg_variants/mutate_sql.py --sample $(PG_MUTATION_SAMPLE) --seed 1 --workers 2 --not-run-outside-ci
+	$(SERVICES) $(BIN)/python tools/pg_variants/mutate_sql.py --sample $(PG_MUTATION_SAMPLE) --seed 1 --workers 2 --floor --not-run-outside-ci
 
 # SIGKILL durability of the file-backed schedules store at 1,000 kill points (make test-long runs 100).
 crash-test: $(STAMP)

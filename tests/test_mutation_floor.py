@@ -33,11 +33,12 @@ def test_a_hand_mutant_whose_text_is_gone_is_refused() -> None:
         gone.source()
 
 
-def test_the_committed_floor_file_names_both_floors() -> None:
+def test_the_committed_floor_file_names_every_floor() -> None:
     floors = floor.read_floors()
-    assert set(floors) == {"quick", "full"}
+    assert set(floors) == {"quick", "full", "sql"}
     assert floors["quick"] <= len(floor.sample("quick"))
     assert floors["full"] <= len(floor.sample("full"))
+    assert 0 < floors["sql"] <= 40  # make pg-mutation's sample (tools/pg_variants/mutate_sql.py)
 
 
 def test_a_malformed_floor_line_is_refused(tmp_path: Path) -> None:

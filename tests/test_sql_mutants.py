@@ -22,6 +22,9 @@ from needs import unavailable  # noqa: E402
 from run import readme_commands  # noqa: E402
 from sql_survivors import EQUIVALENT, GAP, SURVIVORS  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tools"))
+from mutate.floor import read_floors  # noqa: E402
+
 SNIPPET = """\
 CREATE TABLE t (id text PRIMARY KEY, n int CHECK (n >= 0));
 CREATE OR REPLACE FUNCTION _lock(id text) RETURNS void
@@ -179,6 +182,24 @@ def test_summary_judges_saved_results_again_and_exits_by_the_done_when(tmp_path,
     assert "5 killed of 5" in capsys.readouterr().out
     saved.write_text("not json")
     assert main(["--summary", str(saved)]) == 2
+
+
+def test_the_floor_exits_by_the_committed_count_and_every_survivor_judged(tmp_path, capsys, monkeypatch):
+    """make pg-mutation's gate: below the floor, or a survivor nobody judged, exits 1 whatever
+    the rate; at the floor with every survivor judged, 0 though the 80% Done-when does not hold."""
+    floor = read_floors()["sql"]
+    monkeypatch.setitem(SURVIVORS, "judged", (GAP, "a story the campaign lacks would show it"))
+    results = [Result(f"k{i}", "cmp", "f", "killed", 1.0).__dict__ for i in range(floor)]
+    saved = tmp_path / "out.json"
+    saved.write_text(json.dumps(results + [Result("judged", "lock", "f", "survived", 1.0).__dict__] * 2 * floor))
+    assert main(["--summary", str(saved), "--floor"]) == 0
+    assert f"mutation floor sql: {floor} killed, floor {floor}: HOLDS" in capsys.readouterr().out
+    saved.write_text(json.dumps(results[1:]))
+    assert main(["--summary", str(saved), "--floor"]) == 1
+    assert "BROKEN" in capsys.readouterr().out
+    saved.write_text(json.dumps(results + [Result("nobody judged it", "lock", "f", "survived", 1.0).__dict__]))
+    assert main(["--summary", str(saved), "--floor"]) == 1
+    assert "1 survivors unexplained: BROKEN" in capsys.readouterr().out
 
 
 def test_the_benchmark_runs_the_readmes_response_only_examples_20_and_stress_declared_commands():

@@ -62,7 +62,7 @@ def sample(name: str) -> list[Check]:
     raise ValueError(f"no floor named {name!r}; known: quick, full")
 
 
-_LINE = re.compile(r"^(quick|full) killed >= (\d+)$")
+_LINE = re.compile(r"^(quick|full|sql) killed >= (\d+)$")
 
 
 def read_floors(path: Path = FLOOR_FILE) -> dict[str, int]:
@@ -74,7 +74,7 @@ def read_floors(path: Path = FLOOR_FILE) -> dict[str, int]:
             continue
         match = _LINE.fullmatch(line)
         if match is None:
-            raise ValueError(f"{path}:{number}: expected `quick killed >= N` or `full killed >= N`, got {raw!r}")
+            raise ValueError(f"{path}:{number}: expected `quick|full|sql killed >= N`, got {raw!r}")
         floors[match.group(1)] = int(match.group(2))
     return floors
 

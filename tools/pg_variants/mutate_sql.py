@@ -54,6 +54,9 @@ from sql_survivors import EQUIVALENT, GAP, SURVIVORS  # noqa: E402
 import pg_support  # noqa: E402
 from needs import under_ci  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mutate.floor import read_floors  # noqa: E402
+
 #: Issue 40's Done-when: at least this share of the non-equivalent mutants killed.
 KILL_RATE = 0.80
 #: Seconds each command may run against a mutant (the unmodified server gets
@@ -134,6 +137,19 @@ def summary(results: list[Result]) -> tuple[str, bool]:
     return "\n".join(lines), holds
 
 
+def floor_verdict(results: list[Result], floor: int) -> tuple[str, bool]:
+    """The regression gate `make pg-mutation` applies: at least `floor` mutants killed (the
+    count committed in tools/mutation-floor.txt, `sql killed >= N`) and every survivor judged.
+    The Done-when's 80% is printed beside it; the floor keeps the rate from falling unnoticed
+    while the campaign climbs towards it."""
+    killed = sum(r.outcome in ("killed", "hung") for r in results)
+    unexplained = sum(r.outcome == "survived" and judgment(r) is None for r in results)
+    holds = killed >= floor and not unexplained
+    return (f"mutation floor sql: {killed} killed, floor {floor}"
+            + (f", {unexplained} survivors unexplained" if unexplained else "")
+            + f": {'HOLDS' if holds else 'BROKEN'}"), holds
+
+
 def list_mutants(everything: list[sql_mutants.SqlMutant]) -> None:
     by_operator = Counter(m.operator for m in everything)
     print(f"{len(everything)} mutants of resonate.sql")
@@ -178,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="which of the README's response-only commands runs: --examples 20 (default) or 100")
     parser.add_argument("--workers", type=int, default=1,
                         help="mutants checked at once, each on its own PostgreSQL (default 1)")
+    parser.add_argument("--floor", action="store_true",
+                        help="exit by the floor committed in tools/mutation-floor.txt (`sql killed >= N`, every "
+                             "survivor judged) instead of the 80%% Done-when (make pg-mutation)")
     parser.add_argument("--not-run-outside-ci", action="store_true",
                         help="without PostgreSQL or resonate.sql, say 'not run' and exit 0 unless CI=true "
                              "(make check: the policy of the resonate-pg tests, tests/needs.py)")
@@ -198,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         text, holds = summary(list(merged.values()))
         print(text)
-        return 0 if holds else 1
+        return _exit(list(merged.values()), holds, args.floor)
 
     if args.sample < 0 or args.wall <= 0 or args.workers < 1:
         print("mutate_sql.py: --sample must be >= 0, --wall positive and --workers at least 1", file=sys.stderr)
@@ -292,7 +311,15 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
     text, holds = summary([results[i] for i in sorted(results)])
     print(f"\n{text}\n(wall {time.monotonic() - started:.0f}s, load {os.getloadavg()[0]:.1f})")
-    return 0 if holds else 1
+    return _exit(list(results.values()), holds, args.floor)
+
+
+def _exit(results: list[Result], holds: bool, floor: bool) -> int:
+    if not floor:
+        return 0 if holds else 1
+    line, floor_holds = floor_verdict(results, read_floors()["sql"])
+    print(line)
+    return 0 if floor_holds else 1
 
 
 if __name__ == "__main__":
