@@ -151,6 +151,27 @@ def test_devices_fifos_and_sockets_are_refused_by_every_reader_before_a_byte_is_
         assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, (argv, run.stderr)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_baseline_is_read_by_the_bounded_reader_too(tmp_path: Path) -> None:
+    """`conform --baseline /dev/zero` read 2.7 GB before it ended, and a FIFO blocked
+    forever: the baseline bypassed the bounded reader. (Run under a 1 GB address-space
+    limit, so that the unbounded read ends in MemoryError here, not in the machine's OOM.)"""
+    import resource
+
+    def one_gigabyte() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    fifo = tmp_path / "baseline.json"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "character device"), (str(fifo), "FIFO")):
+        run = subprocess.run([sys.executable, "-m", "duespec", "conform", "duebook", "--target", "impl",
+                              "--examples", "1", "--baseline", path], capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path, preexec_fn=one_gigabyte)
+        assert run.returncode == 2, (path, run.returncode, run.stderr)
+        assert run.stderr == (f"duespec conform: --baseline {path}: not a regular file (a {kind}); duespec reads "
+                              f"its inputs only from regular files\n"), run.stderr
+
+
 def test_the_pytest_plugin_refuses_a_declared_device_without_reading_it(tmp_path: Path) -> None:
     """Issue 41 item 6: `pytest --duespec-declared /dev/zero` was OOM-killed."""
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--duespec-target", "impl",
