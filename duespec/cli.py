@@ -148,7 +148,8 @@ def explain(error: BaseException) -> str:
     if isinstance(error, TargetError):
         return f"target unusable: {error}"
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted (Ctrl-C); targets stopped"
+        by = str(error)  # the signal's name, when a campaign's Stopper raised it
+        return f"interrupted ({by if by and by != 'SIGINT' else 'Ctrl-C'}); targets stopped"
     if isinstance(error, SystemExit):
         return (f"stopped by a call of sys.exit({error.code!r}) outside any target; nothing "
                 f"was checked to the end")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,6 +172,22 @@ def test_a_baseline_is_read_by_the_bounded_reader_too(tmp_path: Path) -> None:
         assert run.returncode == 2, (path, run.returncode, run.stderr)
         assert run.stderr == (f"duespec conform: --baseline {path}: not a regular file (a {kind}); duespec reads "
                               f"its inputs only from regular files\n"), run.stderr
+
+
+def test_sigterm_before_the_first_search_is_named_sigterm_not_ctrl_c() -> None:
+    """A conform waiting for its target to start, sent SIGTERM (its watchdog sends it again
+    8 s later), said "interrupted (Ctrl-C)"."""
+    from duespec.campaigns.stopping import Stopper
+    from duespec.cli import explain
+    from duespec.targets.resolve import UserInterrupt
+
+    stopper = Stopper()
+    with pytest.raises(UserInterrupt) as caught, stopper.signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)  # the handler runs at the next bytecode boundary in the main thread
+    assert stopper.phase == "setup" and explain(caught.value) == "interrupted (SIGTERM); targets stopped"
+    assert explain(UserInterrupt()) == "interrupted (Ctrl-C); targets stopped"
 
 
 def test_the_pytest_plugin_refuses_a_declared_device_without_reading_it(tmp_path: Path) -> None:
