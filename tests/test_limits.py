@@ -392,6 +392,17 @@ def test_timeouts_are_checked_before_any_work(capsys: pytest.CaptureFixture[str]
     assert "--timeout" in capsys.readouterr().err
 
 
+def test_a_campaign_budget_past_the_limit_is_refused_before_its_plan_is_made(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`check --examples 99999999999999999999` planned its chunks for ever, past --budget,
+    before a run: the plan of chunks is made whole first."""
+    for command in (["check", "duebook", "--budget", "1"], ["suite"]):
+        with pytest.raises(SystemExit) as stop:
+            cli([*command, "--examples", str(limits.MAX_EXAMPLES + 1)])
+        assert stop.value.code == 2
+        assert f"--examples: must be at most {limits.MAX_EXAMPLES:,}" in capsys.readouterr().err
+
+
 def test_a_target_header_that_is_not_json_safe_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="header"):
         write_trace(tmp_path / "t.jsonl", TraceHeader("duebook", "seed", {"max_open": 1}, seed="x"), [])  # type: ignore[arg-type]

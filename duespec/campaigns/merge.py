@@ -38,6 +38,7 @@ from duespec.campaigns.report_json import (campaign_from_json, campaign_to_json,
                                            load_report, write_report)
 from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, UsageError
 from duespec.judge import FindingKind
+from duespec.limits import MAX_EXAMPLES
 from duespec.systems import get_system, names
 
 
@@ -109,7 +110,8 @@ _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 _CAMPAIGN_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "system": (lambda v: _is_str(v) and v in names(), "a known system"), "profile": (_is_str, "a string"),
     "target": (_is_str, "a string"), "seed": (_is_int, "an integer"),
-    "examples_budget": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "examples_budget": (lambda v: _is_int(v) and 1 <= v <= MAX_EXAMPLES,
+                        f"a positive integer of at most {MAX_EXAMPLES:,} (docs/limits.md)"),
     "steps_per_run": (_is_count, "a whole number"), "depth": (_is_number, "a number"),
     "max_classes": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "chunks": (_list_of(_is_count), "a list of chunk numbers (whole numbers)"),
