@@ -34,3 +34,11 @@ def test_a_malformed_trace_fails_the_suite(tmp_path: Path, capsys: pytest.Captur
     assert re.search(r"^FAIL replay .*broken\.jsonl is malformed", summary, re.MULTILINE)
     assert re.search(r"^ok   replay .*good\.jsonl", summary, re.MULTILINE)
     assert re.search(r"^\d+ held, 1 failed", summary, re.MULTILINE)
+
+
+def test_a_database_that_cannot_be_one_is_refused_before_the_proofs(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`suite --database /dev/zero` ran every proof first and said so after them."""
+    assert main(["suite", "--examples", "1", "--traces", str(tmp_path), "--database", "/dev/zero"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "duespec suite: --database '/dev/zero' is a file, not a directory\n", out + err
