@@ -188,6 +188,8 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
         raise UsageError(f"{where}: chunks {_shown(chunks)} are not distinct chunk numbers below {planned}")
     for number, entry in enumerate(campaign["declared"], 1):
         _check_fields(f"{where}: declared entry {number}", entry, _DECLARED_FIELDS)
+    for number, known in enumerate(campaign["baseline"], 1):  # before a finding is looked up in it
+        _check_fields(f"{where}: baseline class {number}", known, _CLASS_FIELDS)
     for number, finding in enumerate(campaign["findings"], 1):
         at = f"{where}: finding {number}"
         _check_fields(at, finding, _FINDING_FIELDS)
@@ -205,8 +207,6 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
         if finding["known"] != _known(campaign, finding):
             raise UsageError(f"{at}: {finding['label'][:80]} is marked {'' if finding['known'] else 'not '}known, "
                              f"but the campaign's baseline {'does not hold' if finding['known'] else 'holds'} its class")
-    for number, known in enumerate(campaign["baseline"], 1):
-        _check_fields(f"{where}: baseline class {number}", known, _CLASS_FIELDS)
     if campaign["ok"] != (_holds(campaign) and not _incomplete(campaign)):
         raise UsageError(f'{where}: says "ok": {json.dumps(campaign["ok"])}, but its classes and chunks give '
                          f'{json.dumps(not campaign["ok"])}')
