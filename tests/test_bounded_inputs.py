@@ -144,6 +144,7 @@ def test_devices_fifos_and_sockets_are_refused_by_every_reader_before_a_byte_is_
             (["check", "duebook", "--examples", "1", "--declared", str(fifo)], "FIFO"),
             (["itf", "import", str(fifo), "--system", "duebook", "-o", str(tmp_path / "o.jsonl")], "FIFO"),
             (["itf", "import", str(tmp_path / "x.itf.json"), "--mapping", "/dev/zero"], "character device"),
+            (["replay", str(fifo)], "FIFO"),
             (["linearize", "/dev/zero"], "character device"),
             (["linearize", str(fifo)], "FIFO"),
             (["export", str(fifo), "--format", "resonate-valid", "-o", str(tmp_path / "o.ndjson")], "FIFO")):
