@@ -142,6 +142,15 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
         lambda d: _campaign(d).update(findings=[_finding()], baseline=[
             {"kind": "response", "op": "cancel", "path": "$.error", "paths": ["$.error"], "cause": []}]),
         'baseline class 1: no "requirements"'),
+    "a declared entry with a field no entry has, beside a finding (an internal error: TypeError)": (
+        lambda d: _campaign(d).update(findings=[_finding()], declared=[
+            {"reason": "x", "where": "response", "path": "$.x", "op": None, "requirement": None, "profile": None,
+             "1e999unordered": False}]),
+        '"1e999unordered" is no field of a declared entry'),
+    "a declared entry whose unordered is a string": (
+        lambda d: _campaign(d).update(declared=[{"reason": "x", "where": "response", "path": "$.x", "op": None,
+                                                 "requirement": None, "profile": None, "unordered": "yes"}]),
+        '"unordered" must be true or false'),
     "a budget past the limit (its plan of chunks never ended)": (
         lambda d: _campaign(d).update(examples_budget=2**70), "a positive integer of at most 10,000,000"),
 }

@@ -97,7 +97,11 @@ _DECLARED_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "where": (lambda v: v in (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES),
               '"response", "state" or "messages"'),
     "path": (_is_str, "a string"), "op": (_optional(_is_str), "a string or null"),
-    "requirement": (_optional(_is_str), "a string or null"), "profile": (_optional(_is_str), "a string or null")}
+    "requirement": (_optional(_is_str), "a string or null"), "profile": (_optional(_is_str), "a string or null"),
+    "branch": (_optional(_is_str), "a string or null"), "unordered": (lambda v: type(v) is bool, "true or false"),
+    "order_within": (_optional(_is_str), "a string or null")}
+#: Fields of a declared entry that reports written before them lack (their defaults apply).
+_DECLARED_LATER = ("branch", "unordered", "order_within")
 _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "kind": (lambda v: _is_str(v) and v in _KINDS, "a finding kind"), "class": (_optional(_is_dict), "an object or null"),
     "label": (_is_str, "a string"), "summary": (_is_str, "a string"), "failure": (_is_str, "a string"),
@@ -149,6 +153,14 @@ def _check_fields(where: str, value: Any, fields: dict[str, tuple[Callable[[Any]
             raise UsageError(f'{where}: "{name}" must be {what}, got {_shown(value[name])}')
 
 
+def _check_declared(where: str, entry: Any) -> None:
+    """A declared entry: each field of its type, and no field a declared entry has not."""
+    _check_fields(where, entry, _DECLARED_FIELDS, optional=_DECLARED_LATER)
+    unknown = sorted(set(entry) - set(_DECLARED_FIELDS))
+    if unknown:
+        raise UsageError(f"{where}: {_shown(unknown[0])} is no field of a declared entry")
+
+
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=True)
     return text if len(text) <= 60 else text[:59] + "…"
@@ -187,7 +199,7 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
     if len(set(chunks)) != len(chunks) or any(chunk >= planned for chunk in chunks):
         raise UsageError(f"{where}: chunks {_shown(chunks)} are not distinct chunk numbers below {planned}")
     for number, entry in enumerate(campaign["declared"], 1):
-        _check_fields(f"{where}: declared entry {number}", entry, _DECLARED_FIELDS)
+        _check_declared(f"{where}: declared entry {number}", entry)
     for number, known in enumerate(campaign["baseline"], 1):  # before a finding is looked up in it
         _check_fields(f"{where}: baseline class {number}", known, _CLASS_FIELDS)
     for number, finding in enumerate(campaign["findings"], 1):
@@ -196,7 +208,7 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
         if finding["class"] is not None:
             _check_fields(f"{at}: class", finding["class"], _CLASS_FIELDS)
         for entry_number, entry in enumerate(finding["declared"], 1):
-            _check_fields(f"{at}: declared entry {entry_number}", entry, _DECLARED_FIELDS)
+            _check_declared(f"{at}: declared entry {entry_number}", entry)
         if not set(finding["chunks"]) <= set(chunks):
             raise UsageError(f"{at}: found in chunks {_shown(finding['chunks'])}, not all of which the "
                              f"campaign ran ({_shown(chunks)})")
