@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
+    _one_value_each(parser, args)
     args.debug = debug  # taken out of argv above, so commands that log can honour it
     previous = _catch_sigint()
     try:
@@ -86,6 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def _one_value_each(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse `--json=--` as argparse refuses `--json --`. Before Python 3.13, argparse takes
+    the `--` out as the end of the options even inside one token, and leaves an empty list
+    where the option's one value belongs: an internal error later, far from the command line."""
+    [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    command = commands.choices[args.command]
+    for action in command._actions:
+        if action.option_strings and action.nargs in (None, "?"):
+            value = getattr(args, action.dest, None)
+            given = value if isinstance(action, argparse._AppendAction) else [value]
+            if any(item == [] for item in given or ()):
+                command.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
 
 
 def _catch_sigint() -> Any:
@@ -148,7 +163,8 @@ def explain(error: BaseException) -> str:
     if isinstance(error, TargetError):
         return f"target unusable: {error}"
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted (Ctrl-C); targets stopped"
+        by = str(error)  # the signal's name, when a campaign's Stopper raised it
+        return f"interrupted ({by if by and by != 'SIGINT' else 'Ctrl-C'}); targets stopped"
     if isinstance(error, SystemExit):
         return (f"stopped by a call of sys.exit({error.code!r}) outside any target; nothing "
                 f"was checked to the end")

@@ -42,6 +42,11 @@ MAX_DEPTH = 64
 MAX_ITF_DEPTH = 4 * MAX_DEPTH
 #: Most digits in one integer (a sign aside): far above any int64 or time the contract has.
 MAX_INT_DIGITS = 100
+#: Most runs one campaign may be asked for (`--examples`; a report's `examples_budget` for
+#: `merge`): 200,000 chunks of 50, weeks of CPU on one core. The plan of a campaign's chunks
+#: is made whole before the first run, so a budget past this would take minutes and
+#: gigabytes (2^70 never ends) before anything is checked.
+MAX_EXAMPLES = 10_000_000
 #: Most schedule occurrences one step may fire (a catch-up after an outage): two years of
 #: minutely ticks. Past it the model would run for hours; duespec refuses the step instead.
 MAX_CATCH_UP_OCCURRENCES = 1_000_000

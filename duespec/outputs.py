@@ -174,7 +174,7 @@ def remove_stale_partials(path: Path) -> list[Path]:
     for sibling in siblings:
         middle = sibling.name[len(prefix):-len(PARTIAL_SUFFIX)]
         if not (sibling.name.startswith(prefix) and sibling.name.endswith(PARTIAL_SUFFIX)
-                and middle.isdigit()):
+                and middle.isascii() and middle.isdigit()):  # "²" is a digit int() refuses
             continue
         if _alive(int(middle)):
             continue
@@ -197,7 +197,8 @@ def remove_dead_partials(directory: str | os.PathLike[str], *, of: str = "") -> 
         return removed
     for entry in entries:
         stem, dot, suffix = entry.name[:-len(PARTIAL_SUFFIX)].rpartition(".")
-        if not (entry.name.endswith(PARTIAL_SUFFIX) and dot and stem.endswith(of) and stem and suffix.isdigit()):
+        if not (entry.name.endswith(PARTIAL_SUFFIX) and dot and stem.endswith(of) and stem and suffix.isascii()
+                and suffix.isdigit()):
             continue
         if _alive(int(suffix)) or not entry.is_file() or entry.is_symlink():
             continue

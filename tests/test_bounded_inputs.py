@@ -7,8 +7,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +144,7 @@ def test_devices_fifos_and_sockets_are_refused_by_every_reader_before_a_byte_is_
             (["check", "duebook", "--examples", "1", "--declared", str(fifo)], "FIFO"),
             (["itf", "import", str(fifo), "--system", "duebook", "-o", str(tmp_path / "o.jsonl")], "FIFO"),
             (["itf", "import", str(tmp_path / "x.itf.json"), "--mapping", "/dev/zero"], "character device"),
+            (["replay", str(fifo)], "FIFO"),
             (["linearize", "/dev/zero"], "character device"),
             (["linearize", str(fifo)], "FIFO"),
             (["export", str(fifo), "--format", "resonate-valid", "-o", str(tmp_path / "o.ndjson")], "FIFO")):
@@ -149,6 +152,43 @@ def test_devices_fifos_and_sockets_are_refused_by_every_reader_before_a_byte_is_
         assert run.returncode == 2, (argv, run.returncode, run.stderr)
         assert f"not a regular file (a {kind})" in run.stderr, (argv, run.stderr)
         assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, (argv, run.stderr)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_baseline_is_read_by_the_bounded_reader_too(tmp_path: Path) -> None:
+    """`conform --baseline /dev/zero` read 2.7 GB before it ended, and a FIFO blocked
+    forever: the baseline bypassed the bounded reader. (Run under a 1 GB address-space
+    limit, so that the unbounded read ends in MemoryError here, not in the machine's OOM.)"""
+    import resource
+
+    def one_gigabyte() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    fifo = tmp_path / "baseline.json"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "character device"), (str(fifo), "FIFO")):
+        run = subprocess.run([sys.executable, "-m", "duespec", "conform", "duebook", "--target", "impl",
+                              "--examples", "1", "--baseline", path], capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path, preexec_fn=one_gigabyte)
+        assert run.returncode == 2, (path, run.returncode, run.stderr)
+        assert run.stderr == (f"duespec conform: --baseline {path}: not a regular file (a {kind}); duespec reads "
+                              f"its inputs only from regular files\n"), run.stderr
+
+
+def test_sigterm_before_the_first_search_is_named_sigterm_not_ctrl_c() -> None:
+    """A conform waiting for its target to start, sent SIGTERM (its watchdog sends it again
+    8 s later), said "interrupted (Ctrl-C)"."""
+    from duespec.campaigns.stopping import Stopper
+    from duespec.cli import explain
+    from duespec.targets.resolve import UserInterrupt
+
+    stopper = Stopper()
+    with pytest.raises(UserInterrupt) as caught, stopper.signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)  # the handler runs at the next bytecode boundary in the main thread
+    assert stopper.phase == "setup" and explain(caught.value) == "interrupted (SIGTERM); targets stopped"
+    assert explain(UserInterrupt()) == "interrupted (Ctrl-C); targets stopped"
 
 
 def test_the_pytest_plugin_refuses_a_declared_device_without_reading_it(tmp_path: Path) -> None:

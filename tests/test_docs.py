@@ -4,10 +4,11 @@ A command block is a fence whose info string starts with `sh`; the words after i
 it is checked:
 
 - `sh`: run by `make test`, each command in turn in a scratch folder that links every
-  entry of the repository (so relative paths read as from its root, and files written
-  by a relative name land in the scratch folder; `.venv/bin` first on PATH, a `\\`
-  joining lines). A command exits 0 unless its comment says `exit N`;
-  a word in capitals its comment names (HOLDS, DIVERGES, CONFIRMED, ...) is in its output.
+  entry of the repository but `.duespec/`, which is its own (so relative paths read as
+  from its root, and files written by a relative name, failure traces too, land in the
+  scratch folder; `.venv/bin` first on PATH, a `\\` joining lines). A command exits 0
+  unless its comment says `exit N`; a word in capitals its comment names (HOLDS,
+  DIVERGES, CONFIRMED, ...) is in its output.
   A command ending in `&` runs in the background until the block's `kill %1` (or the
   block's end); the next command waits until the address it serves answers.
 - `sh long`: the same, by `make test-long` (seconds to minutes of CPU each).
@@ -247,13 +248,21 @@ def _wait_for(address: tuple[str, int], process: subprocess.Popen[str]) -> None:
     raise AssertionError(f"the background command never answered on {address[0]}:{address[1]}")
 
 
-def scratch_checkout(folder: Path) -> Path:
-    """A folder where a block's commands run: every entry of the repository linked in
-    (`.duespec` too, so a trace one block writes is there for the next), so that the files a
-    block writes by a relative name land here, new each time, never in the checkout."""
+def scratch_checkout(folder: Path, block: Block) -> Path:
+    """A folder where a block's commands run: every entry of the repository linked in but
+    `.duespec`, which is the folder's own, so that the files a block writes by a relative
+    name (its failure traces under `.duespec/failures/` too) land here, new each time,
+    never in the checkout. A block that replays a failure trace (it names
+    `.duespec/failures/`) replays the one the command block before it in its document
+    wrote: that block runs here first (README.md's third step replays its second's trace)."""
     for entry in ROOT.iterdir():
-        if entry.name not in (".git", ".venv"):
+        if entry.name not in (".git", ".venv", ".duespec"):
             (folder / entry.name).symlink_to(entry)
+    (folder / ".duespec").mkdir()
+    if any(".duespec/failures/" in command.text for command in block.commands):
+        writers = [b for b in ALL if b.path == block.path and b.line < block.line and b.kind != "placeholder"]
+        assert writers, f"{block.name} replays a failure trace, but no command block before it writes one"
+        run_block(writers[-1], folder)
     return folder
 
 
@@ -326,10 +335,10 @@ def _assert_lines_in(block: Block, output: str) -> None:
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == ""], ids=lambda b: b.name)
 def test_a_block_does_what_its_text_says(block: Block, tmp_path: Path) -> None:
-    run_block(block, scratch_checkout(tmp_path))
+    run_block(block, scratch_checkout(tmp_path, block))
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == "long"], ids=lambda b: b.name)
 def test_a_long_block_does_what_its_text_says(block: Block, tmp_path: Path) -> None:
-    run_block(block, scratch_checkout(tmp_path))
+    run_block(block, scratch_checkout(tmp_path, block))

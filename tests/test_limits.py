@@ -147,6 +147,42 @@ def test_stale_partials_of_dead_writers_are_removed(tmp_path: Path) -> None:
     assert not stale.exists() and other.exists()
 
 
+def test_a_partial_named_with_a_digit_int_refuses_is_left_alone(tmp_path: Path) -> None:
+    """`x.jsonl.\u00b2.partial` in a --trace-dir (a superscript two: a digit to str.isdigit,
+    not to int) ended every campaign writing there in an internal error."""
+    odd = tmp_path / "x.jsonl.\u00b2.partial"
+    odd.write_text("")
+    assert outputs.remove_dead_partials(tmp_path, of=".jsonl") == [] and odd.exists()
+    write_trace(tmp_path / "x.jsonl", read_trace(WINDOW)[0], [])
+    assert odd.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["bench", "--json=--"], ["suite", "--shard=--"], ["merge", "r.json", "--junit=--"],
+    ["conform", "duebook", "--target", "impl", "--ops=--"], ["linearize", "h.ndjson", "--declared=--"]])
+def test_an_option_whose_value_is_two_dashes_is_refused_as_argparse_refuses_none(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before Python 3.13 argparse took `--json=--` for an empty list: internal errors
+    (TypeError, IndexError) once a command used it (found by tests/test_argument_fuzz.py)."""
+    with pytest.raises(SystemExit) as stop:
+        cli(argv)
+    flag = argv[-1].split("=")[0]
+    assert stop.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(
+        f"error: argument {flag}: expected one argument")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["itf", "export", ""], "'' names no file"), (["itf", "import", "/"], "'/' names no file"),
+    (["record", "--listen", "127.0.0.1:\u00b2", "--upstream", "http://127.0.0.1:9", "-o", "o.ndjson"],
+     "is not HOST:PORT with a port in [0, 65535]")])
+def test_command_lines_the_argument_fuzz_found_are_refused_in_one_line(
+        argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each was an internal error (ValueError: an empty name; int("\u00b2"))."""
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and "internal error" not in err and len(err.splitlines()) == 1, err
+
+
 def test_itf_import_never_writes_over_its_input(tmp_path: Path) -> None:
     source = tmp_path / "run.jsonl"
     source.write_bytes(WINDOW.read_bytes())
@@ -390,6 +426,17 @@ def test_timeouts_are_checked_before_any_work(capsys: pytest.CaptureFixture[str]
             cli(["replay", str(WINDOW), "--timeout", value])
         assert stop.value.code == 2
     assert "--timeout" in capsys.readouterr().err
+
+
+def test_a_campaign_budget_past_the_limit_is_refused_before_its_plan_is_made(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`check --examples 99999999999999999999` planned its chunks for ever, past --budget,
+    before a run: the plan of chunks is made whole first."""
+    for command in (["check", "duebook", "--budget", "1"], ["suite"]):
+        with pytest.raises(SystemExit) as stop:
+            cli([*command, "--examples", str(limits.MAX_EXAMPLES + 1)])
+        assert stop.value.code == 2
+        assert f"--examples: must be at most {limits.MAX_EXAMPLES:,}" in capsys.readouterr().err
 
 
 def test_a_target_header_that_is_not_json_safe_is_refused(tmp_path: Path) -> None:

@@ -138,6 +138,21 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "an exit that is no exit": (lambda d: d.update(exit="0"), '"exit" must be 0, 1, 2 or 3'),
     "a count that is negative": (lambda d: _campaign(d).update(runs=-5), '"runs" must be a whole number'),
     "a report without the cut_short field": (lambda d: _campaign(d).pop("cut_short"), 'no "cut_short"'),
+    "a finding beside a baseline class without its requirements (an internal error: KeyError)": (
+        lambda d: _campaign(d).update(findings=[_finding()], baseline=[
+            {"kind": "response", "op": "cancel", "path": "$.error", "paths": ["$.error"], "cause": []}]),
+        'baseline class 1: no "requirements"'),
+    "a declared entry with a field no entry has, beside a finding (an internal error: TypeError)": (
+        lambda d: _campaign(d).update(findings=[_finding()], declared=[
+            {"reason": "x", "where": "response", "path": "$.x", "op": None, "requirement": None, "profile": None,
+             "1e999unordered": False}]),
+        '"1e999unordered" is no field of a declared entry'),
+    "a declared entry whose unordered is a string": (
+        lambda d: _campaign(d).update(declared=[{"reason": "x", "where": "response", "path": "$.x", "op": None,
+                                                 "requirement": None, "profile": None, "unordered": "yes"}]),
+        '"unordered" must be true or false'),
+    "a budget past the limit (its plan of chunks never ended)": (
+        lambda d: _campaign(d).update(examples_budget=2**70), "a positive integer of at most 10,000,000"),
 }
 
 

@@ -7,6 +7,7 @@ one is `make mutation-floor`, run by `make check`)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,15 @@ def test_the_docs_figures_are_the_floor_commands_output() -> None:
 def test_checks_a_cut_run_never_finished_are_said_and_count_as_survivors() -> None:
     holds, said = floor.judge("full", 2, [_verdict("killed"), _verdict("killed")], unchecked=3)
     assert holds and "2 killed of 2 checked (3 of the sample not checked: counted as survivors)" in said
+
+
+def test_a_mutant_check_saves_nothing_in_its_folders_example_database(tmp_path: Path) -> None:
+    """A check ran with the default example database of its working folder (for
+    `make mutation-floor`, the clone's `.duespec/examples`): each mutant's failures were
+    saved there and replayed first by the next mutant's check."""
+    env = {name: value for name, value in os.environ.items() if name != "DUESPEC_DATABASE"}
+    done = subprocess.run([sys.executable, str(runner.COMMAND), "--child", "impl/cron.py", "hand:names-case-sensitive",
+                           str(tmp_path / "traces"), "fast", "default"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "DIVERGES" in done.stdout, done.stdout + done.stderr  # killed
+    assert not (tmp_path / ".duespec").exists()

@@ -1,15 +1,21 @@
 """Every reader of a file a user gives, fuzzed (issue 41): traces, histories in both
-formats, merge reports, declared differences, ITF traces and mapping files. Each is given
-hostile variants of a valid file (bytes cut, spliced and replaced; JSON values swapped for
-hostile ones: lone surrogates, huge numbers, deep nesting, wrong types) and must either
-read it or refuse it with its own documented error: never another exception.
+formats, merge reports, `conform --baseline` reports, declared differences, ITF traces and
+mapping files. Each is given hostile variants of a valid file (bytes cut, spliced and
+replaced; JSON values swapped for hostile ones: lone surrogates, huge numbers, deep
+nesting, wrong types) and must either read it or refuse it with its own documented error:
+never another exception. Every seed is itself read (the report merges, exit 0), so that
+the variants reach past the first check to the code that decides a verdict.
 
-1,000 inputs per reader in `make test`; 10,000 under the `long` marker (`make test-long`).
-The readers are called in this process (a subprocess per input would cost minutes); a few
-commands are run whole at the end, for the one-line message and the exit code."""
+1,000 inputs per reader in `make test`; 10,000 under the `long` marker (`make test-long`),
+each read within 256 MB of resident memory (tests/peak_rss.py). The readers are called in
+this process (a subprocess per input would cost minutes); a few commands are run whole at
+the end, for the one-line message and the exit code."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
 import random
 import subprocess
@@ -22,9 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duespec.campaigns import declared
-from duespec.campaigns.merge import check_report, merge_groups
-from duespec.campaigns.report_json import load_report
+from duespec.campaigns import baseline, declared, merge
+from duespec.cli import main as cli
 from duespec.exits import UsageError
 from duespec.histories.format import HistoryError, HistoryWriter
 from duespec.histories.generate import generate
@@ -32,9 +37,23 @@ from duespec.histories.resonate_valid import read_any_history, resonate_valid_li
 from duespec.systems import get_system
 from duespec.traces.format import TraceError, read_trace
 from duespec.traces.itf import RecipeError, export_itf, load_mapping, read_itf
+from peak_rss import MAX_RSS_BYTES, Reads
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "traces" / "schedules" / "crud.jsonl"
+#: A report `duespec conform --json` wrote: of a campaign of two chunks against a target
+#: with three planted bugs (tests/planted_targets.py), one class known from a baseline and
+#: two found and declared, so that it HOLDS and merges with exit 0. Made by
+#:   duespec conform duebook --target tests.planted_targets:ThreePlantedBugs --examples 60 --steps 3 \
+#:       --max-classes 1 --database none --json known.json
+#:   duespec conform duebook --target tests.planted_targets:ThreePlantedBugs --examples 60 --steps 3 \
+#:       --max-classes 3 --database none --baseline known.json --declared D.toml --json REPORT \
+#:       --trace-dir traces
+#: with D.toml declaring `op = "claim"` and `op = "expire"` at `response = "$.error"`. When the
+#: report schema changes, make it again: `seeds` below fails until then.
+REPORT = ROOT / "tests" / "merge_seed_report.json"
+#: Its campaign's target, which a baseline must name.
+REPORT_TARGET = "tests.planted_targets:ThreePlantedBugs"
 
 #: Byte strings that break readers: framing, encodings, JSON's corners, the limits.
 HOSTILE_BYTES = [b"\n", b"\r\n", b"", b"\x00", b"\xff\xfe", b"\xc3", b'"\\ud800"', b'"\\udfff\\ud800"', b"1e999",
@@ -147,31 +166,6 @@ def _valid_lines() -> list[Any]:
     return [line for line in lines if line is not None]
 
 
-def _report() -> dict[str, Any]:
-    """A report as `duespec check --json` writes it, of a campaign of two chunks that found
-    one class (undeclared) in chunk 0: every field merge reads, with values."""
-    from duespec.campaigns import parallel
-    from duespec.campaigns.report_json import campaign_to_json
-
-    system = get_system("duebook")
-    spec = parallel.CampaignSpec(system="duebook", target="impl", timeout=10.0, start_timeout=10.0,
-                                 profile=system.profiles[0], steps=3, depth=0.0, max_classes=2, database="none")
-    result = parallel.run_chunks(system, system.impl, spec, seed=1, examples=60)
-    campaign = campaign_to_json(result, target="impl", examples=60, steps=3, depth=0.0, max_classes=2)
-    finding = {"kind": "response", "class": {"kind": "response", "op": "claim", "requirements": ["DB-01"],
-                                             "path": "$.error", "paths": ["$.error"]},
-               "label": "response claim $.error", "summary": "differs", "failure": "differs",
-               "counterexample": [{"i": 0, "op": "claim", "args": {"id": 1}, "now": 0}], "config": {"max_open": 3},
-               "declared": [], "evidence": None, "chunks": [0], "position": 0, "from_database": False,
-               "trace": None, "details": "the class"}
-    campaign["findings"], campaign["ok"] = [finding], False
-    campaign["parts"][0]["findings"], campaign["parts"][0]["ok"] = [finding], False
-    return {"duespec_report": 1, "version": "0", "command": "check", "exit": 1, "shard": None,
-            "campaigns": [campaign], "replays": [{"path": "t.jsonl", "confirmed": True, "malformed": None,
-                                                  "report": "CONFIRMED"}],
-            "checks": [{"part": "prove", "what": "x", "holds": True}]}
-
-
 DECLARED_TOML = b'''[[difference]]
 reason = "claims differ"
 op = "claim"
@@ -188,9 +182,13 @@ profile = "seed"
 def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("seeds")
     itf = export_itf(TRACE, folder / "crud.itf.json")
-    report = _report()
-    (folder / "report.json").write_text(json.dumps(report))
-    load_report(str(folder / "report.json"))  # the seeds themselves read cleanly
+    report = json.loads(REPORT.read_text())
+    # The seeds themselves read cleanly: the report merges to HOLDS, and is a baseline.
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert cli(["merge", str(REPORT)]) == 0, out.getvalue()
+    assert out.getvalue().splitlines()[-1] == "merged 1 report: HOLDS", out.getvalue()
+    assert _read_report(REPORT) == 0
+    assert [known.op for known in _read_baseline(REPORT)["seed"]] == ["cancel"]
     return {"trace": [json.loads(line) for line in TRACE.read_text().splitlines()],
             "history": _history_lines(), "valid": _valid_lines(), "report": report,
             "itf": json.loads(itf.read_text()), "declared": tomllib.loads(DECLARED_TOML.decode())}
@@ -208,10 +206,14 @@ def _read_history(path: Path) -> None:
     read_any_history(path)
 
 
-def _read_report(path: Path) -> None:
-    document = load_report(str(path))
-    check_report(str(path), document)
-    merge_groups([(str(path), campaign) for campaign in document["campaigns"]], {str(path): None})
+def _read_report(path: Path) -> int:
+    """`duespec merge PATH` as the command runs it, to its verdict: its exit code."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return merge.main(argparse.Namespace(reports=[str(path)], junit=None, json=None))
+
+
+def _read_baseline(path: Path) -> dict[str, Any]:
+    return baseline.read(path, "duebook", REPORT_TARGET, ["seed"])
 
 
 def _read_declared_toml(path: Path) -> None:
@@ -232,12 +234,13 @@ def _read_mapping(path: Path) -> None:
     load_mapping(path)
 
 
-READERS: dict[str, tuple[Callable[[Path], None], tuple[type[BaseException], ...], str, str]] = {
+READERS: dict[str, tuple[Callable[[Path], object], tuple[type[BaseException], ...], str, str]] = {
     # name: (reader, the errors it documents, the seed it mutates, how the seed is mutated)
     "trace": (_read_trace, (TraceError,), "trace", "lines"),
     "history": (_read_history, (HistoryError,), "history", "lines"),
     "valid": (_read_history, (HistoryError,), "valid", "lines"),
     "report": (_read_report, (UsageError,), "report", "document"),
+    "baseline": (_read_baseline, (baseline.BaselineError,), "report", "document"),
     "declared-toml": (_read_declared_toml, (declared.DeclaredError,), "declared", "toml"),
     "declared-json": (_read_declared_json, (declared.DeclaredError,), "declared", "document"),
     "itf": (_read_itf, (TraceError, RecipeError), "itf", "document"),
@@ -255,9 +258,10 @@ def _strategy(seeds: dict[str, Any], seed: str, how: str) -> st.SearchStrategy[b
 
 def _fuzz(name: str, examples: int, seeds: dict[str, Any], folder: Path) -> None:
     reader, errors, seed, how = READERS[name]
-    suffix = ".json" if name in ("report", "declared-json", "itf") else ".toml" if how == "toml" else ".jsonl"
+    suffix = ".json" if name in ("report", "baseline", "declared-json", "itf") else ".toml" if how == "toml" else ".jsonl"
     path = folder / f"input{suffix}"
     outcomes = {"read": 0, "refused": 0}
+    reads = Reads()
 
     @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
@@ -265,14 +269,16 @@ def _fuzz(name: str, examples: int, seeds: dict[str, Any], folder: Path) -> None
     def check(data: bytes) -> None:
         path.write_bytes(data)
         try:
-            reader(path)
+            reads.measure(lambda: reader(path))
         except errors:
             outcomes["refused"] += 1
             return
         outcomes["read"] += 1
 
     check()
-    assert outcomes["refused"] > 0  # the fuzzing reached the readers' refusals
+    # The fuzzing reached the readers' refusals, and past them (merge: to a verdict).
+    assert outcomes["refused"] > 0 and outcomes["read"] > 0, outcomes
+    assert reads.bytes is None or reads.bytes <= MAX_RSS_BYTES, f"a read needed {reads.bytes:,} bytes resident"
 
 
 @pytest.mark.parametrize("name", READERS)

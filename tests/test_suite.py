@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -29,8 +30,18 @@ def test_everything_holds_on_a_small_budget(capsys: pytest.CaptureFixture[str]) 
 def test_a_malformed_trace_fails_the_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(REPO / "traces" / "duebook" / "window_edges.jsonl", tmp_path / "good.jsonl")
     (tmp_path / "broken.jsonl").write_text('{"duespec_trace": 1, "system": "duebook"\n')
+    os.mkfifo(tmp_path / "fifo.jsonl")  # never opened for reading: that would block
     assert main(["suite", "--examples", "2", "--traces", str(tmp_path)]) == 1
     summary = capsys.readouterr().out.split("== summary")[1]
     assert re.search(r"^FAIL replay .*broken\.jsonl is malformed", summary, re.MULTILINE)
+    assert re.search(r"^FAIL replay .*fifo\.jsonl is malformed .*not a regular file \(a FIFO\)", summary, re.MULTILINE)
     assert re.search(r"^ok   replay .*good\.jsonl", summary, re.MULTILINE)
-    assert re.search(r"^\d+ held, 1 failed", summary, re.MULTILINE)
+    assert re.search(r"^\d+ held, 2 failed", summary, re.MULTILINE)
+
+
+def test_a_database_that_cannot_be_one_is_refused_before_the_proofs(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`suite --database /dev/zero` ran every proof first and said so after them."""
+    assert main(["suite", "--examples", "1", "--traces", str(tmp_path), "--database", "/dev/zero"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "duespec suite: --database '/dev/zero' is a file, not a directory\n", out + err

@@ -17,12 +17,12 @@ not one.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from duespec.campaigns.report_json import SCHEMA
 from duespec.judge import DivergenceClass, FindingKind, requirements_of
+from duespec.limits import MAX_REPORT_BYTES, InputError, parse_json, read_file
 
 
 class BaselineError(ValueError):
@@ -33,12 +33,14 @@ def read(path: str | Path, system: str, target: str, profiles: list[str]) -> dic
     """profile -> the known classes of the report at `path`, for a campaign of `system`
     against `target` in each of `profiles`."""
     where = str(path)
+    try:  # read as `merge` reads a report: a regular file only, within MAX_REPORT_BYTES
+        data = read_file(path, MAX_REPORT_BYTES)
+    except InputError as error:
+        raise BaselineError(f"--baseline {where}: {error.problem}") from None
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise BaselineError(f"--baseline {where}: cannot read: {error.strerror or error}") from None
-    except (UnicodeDecodeError, ValueError) as error:
-        raise BaselineError(f"--baseline {where}: not JSON: {error}") from None
+        document = parse_json(data, unique_keys=True)
+    except InputError as error:
+        raise BaselineError(f"--baseline {where}: not JSON: {error.problem}") from None
     if not isinstance(document, dict) or document.get("duespec_report") != SCHEMA \
             or not isinstance(document.get("campaigns"), list):
         raise BaselineError(f"--baseline {where}: not a duespec `conform --json` report (schema {SCHEMA})")

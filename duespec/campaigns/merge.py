@@ -38,6 +38,7 @@ from duespec.campaigns.report_json import (campaign_from_json, campaign_to_json,
                                            load_report, write_report)
 from duespec.exits import EXIT_FAILED, EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, UsageError
 from duespec.judge import FindingKind
+from duespec.limits import MAX_EXAMPLES
 from duespec.systems import get_system, names
 
 
@@ -96,7 +97,11 @@ _DECLARED_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "where": (lambda v: v in (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES),
               '"response", "state" or "messages"'),
     "path": (_is_str, "a string"), "op": (_optional(_is_str), "a string or null"),
-    "requirement": (_optional(_is_str), "a string or null"), "profile": (_optional(_is_str), "a string or null")}
+    "requirement": (_optional(_is_str), "a string or null"), "profile": (_optional(_is_str), "a string or null"),
+    "branch": (_optional(_is_str), "a string or null"), "unordered": (lambda v: type(v) is bool, "true or false"),
+    "order_within": (_optional(_is_str), "a string or null")}
+#: Fields of a declared entry that reports written before them lack (their defaults apply).
+_DECLARED_LATER = ("branch", "unordered", "order_within")
 _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "kind": (lambda v: _is_str(v) and v in _KINDS, "a finding kind"), "class": (_optional(_is_dict), "an object or null"),
     "label": (_is_str, "a string"), "summary": (_is_str, "a string"), "failure": (_is_str, "a string"),
@@ -109,7 +114,8 @@ _FINDING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 _CAMPAIGN_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "system": (lambda v: _is_str(v) and v in names(), "a known system"), "profile": (_is_str, "a string"),
     "target": (_is_str, "a string"), "seed": (_is_int, "an integer"),
-    "examples_budget": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "examples_budget": (lambda v: _is_int(v) and 1 <= v <= MAX_EXAMPLES,
+                        f"a positive integer of at most {MAX_EXAMPLES:,} (docs/limits.md)"),
     "steps_per_run": (_is_count, "a whole number"), "depth": (_is_number, "a number"),
     "max_classes": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "chunks": (_list_of(_is_count), "a list of chunk numbers (whole numbers)"),
@@ -145,6 +151,14 @@ def _check_fields(where: str, value: Any, fields: dict[str, tuple[Callable[[Any]
             raise UsageError(f'{where}: no "{name}" (a report of an older or other duespec? re-run it)')
         if not check(value[name]):
             raise UsageError(f'{where}: "{name}" must be {what}, got {_shown(value[name])}')
+
+
+def _check_declared(where: str, entry: Any) -> None:
+    """A declared entry: each field of its type, and no field a declared entry has not."""
+    _check_fields(where, entry, _DECLARED_FIELDS, optional=_DECLARED_LATER)
+    unknown = sorted(set(entry) - set(_DECLARED_FIELDS))
+    if unknown:
+        raise UsageError(f"{where}: {_shown(unknown[0])} is no field of a declared entry")
 
 
 def _shown(value: Any) -> str:
@@ -185,14 +199,16 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
     if len(set(chunks)) != len(chunks) or any(chunk >= planned for chunk in chunks):
         raise UsageError(f"{where}: chunks {_shown(chunks)} are not distinct chunk numbers below {planned}")
     for number, entry in enumerate(campaign["declared"], 1):
-        _check_fields(f"{where}: declared entry {number}", entry, _DECLARED_FIELDS)
+        _check_declared(f"{where}: declared entry {number}", entry)
+    for number, known in enumerate(campaign["baseline"], 1):  # before a finding is looked up in it
+        _check_fields(f"{where}: baseline class {number}", known, _CLASS_FIELDS)
     for number, finding in enumerate(campaign["findings"], 1):
         at = f"{where}: finding {number}"
         _check_fields(at, finding, _FINDING_FIELDS)
         if finding["class"] is not None:
             _check_fields(f"{at}: class", finding["class"], _CLASS_FIELDS)
         for entry_number, entry in enumerate(finding["declared"], 1):
-            _check_fields(f"{at}: declared entry {entry_number}", entry, _DECLARED_FIELDS)
+            _check_declared(f"{at}: declared entry {entry_number}", entry)
         if not set(finding["chunks"]) <= set(chunks):
             raise UsageError(f"{at}: found in chunks {_shown(finding['chunks'])}, not all of which the "
                              f"campaign ran ({_shown(chunks)})")
@@ -203,8 +219,6 @@ def _check_campaign(where: str, campaign: dict[str, Any], *, top: bool) -> None:
         if finding["known"] != _known(campaign, finding):
             raise UsageError(f"{at}: {finding['label'][:80]} is marked {'' if finding['known'] else 'not '}known, "
                              f"but the campaign's baseline {'does not hold' if finding['known'] else 'holds'} its class")
-    for number, known in enumerate(campaign["baseline"], 1):
-        _check_fields(f"{where}: baseline class {number}", known, _CLASS_FIELDS)
     if campaign["ok"] != (_holds(campaign) and not _incomplete(campaign)):
         raise UsageError(f'{where}: says "ok": {json.dumps(campaign["ok"])}, but its classes and chunks give '
                          f'{json.dumps(not campaign["ok"])}')

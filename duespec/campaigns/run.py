@@ -54,6 +54,7 @@ from duespec.campaigns.stopping import Stopper
 from duespec.coverage import collecting
 from duespec.systems import System
 from duespec.judge import FOUND, Divergence, DivergenceClass, FindingKind, TargetRaised, raised_verdict
+from duespec.limits import MAX_EXAMPLES
 from duespec.targets.interface import TargetError, TargetFactory
 from duespec.targets.namespaced import namespaced
 
@@ -560,11 +561,19 @@ def positive_int(text: str) -> int:
     return value
 
 
+def examples_count(text: str) -> int:
+    """argparse type for --examples: a whole number in [1, MAX_EXAMPLES]."""
+    value = positive_int(text)
+    if value > MAX_EXAMPLES:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_EXAMPLES:,} (docs/limits.md), got {value:,}")
+    return value
+
+
 def add_budget_arguments(parser: argparse.ArgumentParser, examples: int) -> None:
     """--seed, --examples and --steps, the same for every command that runs campaigns."""
     parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    parser.add_argument("--examples", type=positive_int, default=examples,
-                        help=f"runs per campaign (default {examples})")
+    parser.add_argument("--examples", type=examples_count, default=examples,
+                        help=f"runs per campaign (default {examples}; at most {MAX_EXAMPLES:,})")
     parser.add_argument("--steps", type=positive_int, default=50,
                         help="steps per run (default 50)")
 

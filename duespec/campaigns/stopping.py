@@ -100,7 +100,8 @@ class Stopper:
                 return  # what was found is being reported: nothing is lost by finishing that
             if repeated:
                 self.settle()
-                raise StopNow() if self.phase == "search" else UserInterrupt()  # asked twice: stop now
+                # asked twice: stop now (named: a SIGTERM is no Ctrl-C)
+                raise StopNow() if self.phase == "search" else UserInterrupt(names.get(signum, f"signal {signum}"))
             if self._watchdog is None:  # a step that never ends must not hold the stop forever
                 self._watchdog = threading.Timer(HARD_SECONDS, os.kill, (os.getpid(), signum))
                 self._watchdog.daemon = True

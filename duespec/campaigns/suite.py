@@ -12,6 +12,7 @@ from typing import Callable
 from duespec.campaigns.run import add_budget_arguments, run_campaign, write_failure_trace
 from duespec.campaigns import parallel
 from duespec.campaigns.conform import verdict_line
+from duespec.campaigns.database import CampaignDatabase
 from duespec.campaigns.report_json import campaign_to_json, write_report
 from duespec.targets.stdio import DEFAULT_TIMEOUT
 from duespec.prove import all_proofs, render
@@ -44,9 +45,9 @@ PROGRESS_SECONDS = 30.0
 
 
 def campaign_all(seed: int, examples: int, steps: int, args: argparse.Namespace | None = None,
-                 reports: list[dict] | None = None) -> list[Line]:
+                 reports: list[dict] | None = None, database: CampaignDatabase | None = None
+                 ) -> list[Line]:
     lines = []
-    database = parallel.open_database_of(args) if args is not None else None
     for name in BUILT_IN:
         system = get_system(name)
         for profile in system.profiles:
@@ -107,12 +108,13 @@ def main(args: argparse.Namespace) -> int:
     # there is bad usage, said before any of that work.
     if not Path(args.traces).is_dir():
         raise UsageError(f"--traces {args.traces!r}: no such folder (the trace corpus to replay)")
+    database = parallel.open_database_of(args)  # so is a --database that cannot be one
     reports: list[dict] = []
     replays: list[dict] = []
     # Shards share the campaigns' chunks and the traces; the proofs run in shard 1 only.
     parts: list[tuple[str, Callable[[], list[Line]]]] = [
         ("proofs", lambda: prove_all(args.verbose) if args.shard is None or args.shard[0] == 1 else []),
-        ("campaigns", lambda: campaign_all(args.seed, args.examples, args.steps, args, reports)),
+        ("campaigns", lambda: campaign_all(args.seed, args.examples, args.steps, args, reports, database)),
         ("traces", lambda: replay_all(Path(args.traces), args.shard, replays)),
     ]
     lines: list[Line] = []

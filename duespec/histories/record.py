@@ -327,7 +327,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     """HOST:PORT on a loopback address ([::1]:PORT for IPv6), else RecordError."""
     host, sep, port_text = text.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 0 <= int(port_text) <= 65535:
         raise RecordError(f"--listen {text[:100]!r} is not HOST:PORT with a port in [0, 65535] "
                           f"(for example 127.0.0.1:8002)")
     if host != "localhost":

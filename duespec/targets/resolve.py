@@ -112,7 +112,8 @@ SHOWN_FRAMES = 3
 
 class UserInterrupt(KeyboardInterrupt):
     """Ctrl-C (SIGINT) while duespec runs: passes the boundary, unlike a KeyboardInterrupt
-    that target code raises itself."""
+    that target code raises itself. Its argument, when given, names the signal that
+    stopped the command ("SIGTERM" before a campaign's first search)."""
 
 
 def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T:

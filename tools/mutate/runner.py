@@ -35,6 +35,11 @@ WALL_LIMIT = 4 * 3600
 def run_in_this_process(file: str, index: int | str, trace_dir: str, exact: bool, seed: int | None = None) -> int:
     """Install the mutated module, then run the check (the child side of `check_mutant`).
 
+    Every check runs with `--database none`: the child runs in the clone's top folder, where
+    the default example database is the clone's own `.duespec/examples`, so each mutant's
+    failures were saved there and replayed first by the next mutant's check (a verdict that
+    depended on the mutants checked before it, and on the user's own campaigns).
+
     `exact` runs `duespec check SYSTEM --profile all` as a user would. Otherwise the same
     verdict is reached sooner: the profiles run one by one in the same order, stopping at
     the first that fails, each with --max-classes 1 and without Hypothesis's shrink phase.
@@ -54,7 +59,7 @@ def run_in_this_process(file: str, index: int | str, trace_dir: str, exact: bool
     exec(compile(source, spec.origin, "exec"), module.__dict__)
     from duespec.cli import main
     from duespec.systems import get_system
-    common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir,
+    common = ["--no-coverage", "--progress", "0", "--trace-dir", trace_dir, "--database", "none",
               *([] if seed is None else ["--seed", str(seed)])]
     if exact:
         return main(["check", FILES[file], "--profile", "all", *common])

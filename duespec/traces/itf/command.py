@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from duespec.exits import EXIT_HOLDS, EXIT_USAGE, seconds
+from duespec.exits import EXIT_HOLDS, EXIT_USAGE, UsageError, seconds
 from duespec.outputs import OutputError, check_output
 from duespec.systems import system_argument
 from duespec.targets.interface import TargetError
@@ -47,6 +47,8 @@ def _recipe(args: argparse.Namespace) -> tuple[ImportRecipe, dict[str, Json]]:
 
 def main(args: argparse.Namespace) -> int:
     source = Path(args.source)
+    if not source.name:  # "", "/", "..": no file, and no name to make the output's from
+        raise UsageError(f"{args.source!r} names no file (the trace to export, or the ITF file to import)")
     out = Path(args.output) if args.output else _renamed(source, ".itf.json" if args.direction == "export" else ".jsonl")
     try:
         if args.direction == "export":
