@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from duespec import __version__
 from duespec.limits import LimitExceeded
@@ -18,8 +18,9 @@ from duespec.systems import get_system
 from duespec.targets.interface import TargetError
 from duespec.targets.deadline import deadline
 from duespec.traces.format import TraceError, is_reset, read_trace
-from duespec.traces.itf.values import (ACTION_TAKEN, FORMAT_DESCRIPTION, NONDET_PICKS, NONE, RESULT_VAR, Json,
-                                       action_name, to_itf)
+from duespec.traces.itf.values import (ACTION_TAKEN, FORMAT_DESCRIPTION, NONDET_PICKS, NONE, RAW_ARGS, RAW_OP,
+                                       RESULT_VAR,
+                                       Json, action_name, to_itf)
 
 
 def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
@@ -74,10 +75,12 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
             response = _by_model(lambda: model.step(step["op"], step["args"], step["now"]), at, timeout)
             result = step.get("result", response)
             picks = {n: NONE for n in arg_names}
-            if not isinstance(step["args"], dict):
-                raise TraceError(at, None, f"args {json.dumps(step['args'])[:200]} are not an object, so "
-                                           f"they cannot become named nondeterministic picks")
-            picks.update({n: {"tag": "Some", "value": to_itf(v, at, n)} for n, v in step["args"].items()})
+            if step["op"] not in system.operations:
+                picks[RAW_OP] = {"tag": "Some", "value": step["op"]}
+            if _as_named_picks(system, step["op"], step["args"]):
+                picks.update({n: {"tag": "Some", "value": to_itf(v, at, n)} for n, v in step["args"].items()})
+            else:
+                picks[RAW_ARGS] = {"tag": "Some", "value": to_itf(step["args"], at)}
             writer.write(",\n" + state(step["i"] + 1, step["now"], result, action_name(step["op"]), picks, at))
         writer.write("\n]}\n")
         writer.commit()
@@ -87,6 +90,16 @@ def export_itf(trace_path: str | os.PathLike[str], out_path: str | os.PathLike[s
     finally:
         model.close()
     return out
+
+
+def _as_named_picks(system: Any, op: str, args: Json) -> bool:
+    """Whether named picks give `args` back as they are: an object of names the operation
+    (one of the system's) takes, each it requires given (the importer reads picks so)."""
+    if not isinstance(args, dict) or op not in system.operations:
+        return False
+    names = system.operations[op]
+    optional = system.optional_args.get(op, ())
+    return set(args) <= set(names) and all(name in args or name in optional for name in names)
 
 
 def _no_itf_reset(where: str, before: int) -> TraceError:

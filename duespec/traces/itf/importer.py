@@ -16,8 +16,8 @@ from duespec.outputs import check_output
 from duespec.systems import get_system, names
 from duespec.traces.format import TRACE_HEADER_KEYS, TraceError, TraceHeader, check_step, write_trace
 from duespec.traces.itf.recipe import TIME_SOURCE_WORDS, ForeignStep, ImportRecipe, RecipeError, load_hook, time_source
-from duespec.traces.itf.values import (ACTION_TAKEN, NONDET_PICKS, NONE, RESULT_VAR, Json, action_name, from_itf,
-                                       json_problem, op_for_action)
+from duespec.traces.itf.values import (ACTION_TAKEN, NONDET_PICKS, NONE, RAW_ARGS, RAW_OP, RESULT_VAR, Json,
+                                       action_name, from_itf, json_problem, op_for_action)
 
 
 def import_itf(itf_path: str | os.PathLike[str], out_path: str | os.PathLike[str], *,
@@ -166,13 +166,6 @@ class _StepReader:
             raise refuse(f'no "{ACTION_TAKEN}"; produce the trace with `quint run --mbt`')
         if action in self.recipe.time_actions:
             return None
-        op = op_for_action(self.system, action)
-        if op is None:
-            hint = ("an anonymous action: name it in the spec" if action == "" else
-                    f"not an operation of {self.system} (known: "
-                    f"{', '.join(action_name(o) for o in self.operations)}; clock-only actions: "
-                    f"{', '.join(sorted(self.recipe.time_actions)) or 'none'})")
-            raise refuse(f"action {action!r} is {hint}")
         picks = _metadata(state, "nondetPicks", NONDET_PICKS)
         if picks is None:
             picks = {}
@@ -180,8 +173,18 @@ class _StepReader:
             raise refuse(f'"{NONDET_PICKS}" must be a record')
         chosen = {pick: from_itf(raw, f"{self.where}: {place}: pick {pick}")
                   for pick, raw in picks.items() if raw != NONE}
+        # an op the system does not have, as duespec exported it (its action name alone could
+        # read back as one it has: `Claim` is the action `claim`)
+        raw_op = chosen.get(RAW_OP) if RAW_ARGS in chosen else None
+        op = raw_op if isinstance(raw_op, str) else op_for_action(self.system, action)
+        if op is None:
+            hint = ("an anonymous action: name it in the spec" if action == "" else
+                    f"not an operation of {self.system} (known: "
+                    f"{', '.join(action_name(o) for o in self.operations)}; clock-only actions: "
+                    f"{', '.join(sorted(self.recipe.time_actions)) or 'none'})")
+            raise refuse(f"action {action!r} is {hint}")
         now = self._now(chosen, before, after, refuse)
-        args = self._args(op, action, chosen, refuse)
+        args = chosen[RAW_ARGS] if RAW_ARGS in chosen else self._args(op, action, chosen, refuse)
         step: dict[str, Json] = {"i": index, "op": op, "args": args, "now": now}
         answered = self._hook(ForeignStep(position, action, op, dict(args), now, dict(config),
                                           before.decoded(), after.decoded()), refuse) if self.hook else {}

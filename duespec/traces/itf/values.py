@@ -24,6 +24,13 @@ NONE: dict[str, Json] = {"tag": "None", "value": {"#tup": []}}
 #: Object-valued fields of the contract that are free-form maps, not records: exported as
 #: `#map` so a Quint spec can type them `str -> str`.
 MAP_FIELDS = frozenset({"tags", "headers", "promiseTags"})
+#: The pick that carries a step's whole args when named picks cannot give them back as they
+#: were (args that are no object, a name the operation does not take, a required one left
+#: out: a malformed request, which a Quint spec does not model). Only duespec writes it.
+RAW_ARGS = "duespec::args"
+#: The pick that names a step's op when it is none of the system's (a request for an op the
+#: contract does not have, which a target must refuse); its action is the op's ITF name.
+RAW_OP = "duespec::op"
 _BIGINT = re.compile(r"-?[0-9]+")
 
 
@@ -64,7 +71,11 @@ def to_itf(value: Json, where: str, key: str | None = None) -> Json:
         if as_map:
             return {"#map": [[k, to_itf(v, where)] for k, v in value.items()]}
         return {k: to_itf(v, where, k) for k, v in value.items()}
-    raise TraceError(where, None, f"{json.dumps(value)} has no ITF form (ITF has no fractional numbers)")
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        # ITF has no fractional numbers: its own form for a value it cannot hold, the number's
+        # JSON text, so that 1.0 comes back 1.0 (a float a request sends is never the integer)
+        return {"#unserializable": json.dumps(value)}
+    raise TraceError(where, None, f"{json.dumps(value)} has no ITF form")
 
 
 def from_itf(value: Json, where: str) -> Json:
@@ -87,6 +98,13 @@ def from_itf(value: Json, where: str) -> Json:
         except LimitExceeded as error:
             raise TraceError(where, None, f'"#bigint": {error}') from None
         return int(digits)
+    if keys == {"#unserializable"}:
+        text = value["#unserializable"]
+        number = _fraction(text) if isinstance(text, str) else None
+        if number is None:
+            raise TraceError(where, None, '"#unserializable" holds a value duespec cannot read back '
+                                          f"(only a fractional number's JSON text): {json.dumps(text)[:80]}")
+        return number
     if keys in ({"#tup"}, {"#set"}):
         items = value["#tup" if "#tup" in keys else "#set"]
         if not isinstance(items, list):
@@ -113,6 +131,17 @@ def from_itf(value: Json, where: str) -> Json:
     if special:
         raise TraceError(where, None, f"unsupported ITF form {special[0]!r}")
     return {k: from_itf(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def _fraction(text: str) -> float | None:
+    """The finite fractional number `text` is the JSON text of, or None."""
+    if len(text) > 64:
+        return None
+    try:
+        number = json.loads(text)
+    except ValueError:
+        return None
+    return number if isinstance(number, float) and number == number and abs(number) != float("inf") else None
 
 
 def _map(pairs: Json, where: str) -> dict[str | int, Json]:
