@@ -310,6 +310,9 @@ class MaskPolicy(Protocol):
     def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
         """The label of what masks this one place (DECLARED ..., FOUND ...), or None."""
 
+    def masks_op(self, op: str) -> bool:
+        """Whether some class of this op is masked (found, known or declared)."""
+
     def refusal_masked(self, op: str, cause: tuple[str, ...]) -> bool:
         """Whether a request the spec refuses, with this cause, is of a class already
         masked (found, declared or known): sending it again could show nothing new."""
@@ -556,6 +559,9 @@ class StepJudge:
         self.latest_step: dict[str, Json] = {}
         #: Steps the oracle refused and the target was not sent (valid_only).
         self.not_sent = 0
+        #: Whether the oracle's latest step was taken back (step): the target refused it,
+        #: of a known class, so both sides hold what they held before it.
+        self.taken_back = False
         #: The oracle's coverage tags in the latest step.
         self.latest_tags: tuple[str, ...] = ()
         #: (step index, label) of the latest response a found class kept from being compared.
@@ -594,6 +600,7 @@ class StepJudge:
         tags = self.tags
         if tags is not None:
             tags.clear()
+        take_back, self.taken_back = self._taking_back(op), False
         expected = self.oracle.step(op, args, now)
         step = {"i": len(self.steps), "op": op, "args": args, "now": now, "result": expected}
         self.latest_step = step
@@ -620,7 +627,16 @@ class StepJudge:
             # response-only: a declared or known difference where one side took the request
             # and the other did not (a 400 accepted, a 200 refused) leaves the two holding
             # different things no read compared; what differs after it is its consequence
-            # (an occurrence fired for a task the model never created), not a new class
+            # (an occurrence fired for a task the model never created), not a new class.
+            # Where the model took it and the target refused it, the model's step is taken
+            # back: both hold what they held before, and the run goes on past the class
+            # (only what the target sent in the step is still compared: nothing is due).
+            if take_back is not None and self.accepts is not None and self.accepts(expected):
+                take_back()
+                self._observed_at, self.taken_back = -1, True
+                if self.sent is not None:
+                    return expected, self._noted(_with_messages(verdict, self._messages(step, taken_back=True)))
+                return expected, self._noted(verdict)
             return expected, Masked(verdict.labels, ends_run=True)
         if type(verdict) is Masked and not verdict.declared:
             self.masked_response = (step["i"], verdict.labels[0])
@@ -634,16 +650,29 @@ class StepJudge:
             verdict = _with_messages(verdict, messages)
         return expected, self._noted(verdict)
 
+    def _taking_back(self, op: str) -> Callable[[], None] | None:
+        """A way to take back the oracle's next step (step), where it may have to be: in
+        a response-only check, where some class of the op is masked and the oracle offers
+        snapshots (TargetBase.snapshot); None elsewhere, at no cost."""
+        if self.observe or self.accepts is None or self.masks is None or not self.masks.masks_op(op):
+            return None
+        snapshot, restore = getattr(self.oracle, "snapshot", None), getattr(self.oracle, "restore", None)
+        if snapshot is None or restore is None:
+            return None
+        saved = snapshot()
+        return lambda: restore(saved)
+
     def _took_effect_on_one_side(self, expected: Json, actual: Json) -> bool:
         accepts = self.accepts
         return not self.observe and accepts is not None and accepts(expected) != accepts(actual)
 
-    def _messages(self, step: dict[str, Json]) -> Verdict:
-        """The verdict on what the target sent in `step` (messages_verdict); a target
-        that says it has no `messages` after all is not asked again."""
+    def _messages(self, step: dict[str, Json], *, taken_back: bool = False) -> Verdict:
+        """The verdict on what the target sent in `step` (messages_verdict): nothing, if
+        the oracle's step was taken back; a target that says it has no `messages` after
+        all is not asked again."""
         assert self.sent is not None
         groups, sent = self.sent
-        expected = groups()
+        expected = [] if taken_back else groups()
         try:
             actual = sent()
         except Exception as error:

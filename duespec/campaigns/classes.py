@@ -99,6 +99,9 @@ class Masks:
                 return KNOWN + known.label()
         return None
 
+    def masks_op(self, op: str) -> bool:
+        return any(entry.op == op for entry in (*self.found, *self.known, *self.declared))
+
     def refusal_masked(self, op: str, cause: tuple[str, ...]) -> bool:
         return REFUSED in cause and any(c.op == op and c.cause == cause for c in (*self.found, *self.known))
 

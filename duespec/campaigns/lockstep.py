@@ -207,6 +207,10 @@ class LockstepMachine(ProtocolMachine):
     def latest_step(self) -> dict[str, Json]:
         return self.judge.latest_step
 
+    @property
+    def latest_step_taken_back(self) -> bool:
+        return self.judge.taken_back
+
     def teardown(self) -> None:
         reached = self.depth_reached()
         if reached:

@@ -44,6 +44,13 @@ class ProtocolMachine(RuleBasedStateMachine):
         out."""
         raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")
 
+    @property
+    def latest_step_taken_back(self) -> bool:
+        """Whether the campaign took the oracle's latest step back (the target refused it,
+        of a known class: duespec.judge.StepJudge.step): the oracle's state is the one
+        before it, so a property of that step's transition has none to judge."""
+        raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")
+
     def call(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         """Take one step on the oracle and the target; the oracle's response."""
         raise NotImplementedError("a campaign binds the rules to a machine (duespec.campaigns.lockstep)")

@@ -57,6 +57,14 @@ class TargetBase:
     (duespec.judge.messages_verdict). Raising TargetError with `not_offered` (or
     NotImplementedError) says the target has no such hook after all. Default: not offered."""
 
+    snapshot: Callable[[], Any] | None = None
+    """`snapshot()`: an oracle's whole state, to give back to `restore(snapshot)`, which
+    takes back every step since. The judge uses it where a response-only campaign meets a
+    known class in which the target refused a request the model took (a cron edge the
+    server does not accept, say): the model's step is taken back, both sides hold the same
+    again, and the run goes on past the class instead of ending there. Default: not
+    offered (such a run ends at the class)."""
+
     # The two fast checks below are trusted only from duespec's own adapters (the
     # judge's one rule, duespec.judge.trusts): they let a deep state or a long trace be
     # checked without building every answer. Default: not offered.

@@ -1,0 +1,86 @@
+"""A response-only campaign goes on past a known class in which the target refused what
+the model took: the model's step is taken back (duespec.judge.StepJudge.step), so the run
+is not ended at the class, and a bug later in the run is still met.
+
+The server here is duespec's own schedules implementation, except that it refuses every
+valid schedule under the id `édge` (a server that keeps ids to ASCII), which the
+campaign's edge rules create at the start of many runs; with LATER_BUG, a run that went on
+past such a refusal also meets a schedule.get that loses the promise timeout: resonate-pg's refusals of cron edges the spec
+accepts have this shape (examples/resonate-pg/baseline.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from duespec.campaigns.run import run_campaign
+from duespec.systems import get_system
+from duespec.systems.schedules.ops import EDGE_ID
+
+SCHEDULES = get_system("schedules")
+
+#: Whether Server also has a bug met only in a run that went on past the refusal.
+LATER_BUG = {"on": False}
+
+
+class Server:
+    def __init__(self) -> None:
+        self.inner = SCHEDULES.impl()
+        self.refused = False
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+        self.refused = False
+
+    def observe(self) -> dict[str, Any]:
+        return self.inner.observe()
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        answer = self.inner.step(op, args, now)
+        if op == "schedule.create" and answer.get("status") == 200 and args["id"] == EDGE_ID:
+            self.inner.step("schedule.delete", {"id": EDGE_ID}, now)  # taken back: never created
+            self.refused = True
+            return {"status": 400}
+        if LATER_BUG["on"] and self.refused and op == "schedule.get" and answer.get("status") == 200:
+            return {**answer, "schedule": {**answer["schedule"], "promiseTimeout": 0}}
+        return answer
+
+
+def campaign(**settings: Any) -> Any:
+    return run_campaign(SCHEDULES, Server, examples=10, depth=0, observe=False, max_classes=5,
+                        **settings)
+
+
+@pytest.fixture(scope="module")
+def refusal() -> Any:
+    """The class of the refusal, found by a campaign with no baseline: it ends a run, as
+    a class found for the first time does; nothing else differs once it is taken back."""
+    first = campaign()
+    found = refusal_of_edge(first)
+    assert found.paths == ("$.schedule", "$.status")
+    assert [f.divergence_class for f in first.findings] == [found]
+    return found
+
+
+def refusal_of_edge(result: Any) -> Any:
+    found = [f.divergence_class for f in result.findings
+             if f.divergence_class is not None and f.divergence_class.op == "schedule.create"]
+    assert found, [f.divergence_class.label() for f in result.findings if f.divergence_class]
+    return found[0]
+
+
+def test_a_run_goes_on_past_a_known_refusal_of_what_the_model_took(refusal: Any) -> None:
+    known = campaign(baseline=[refusal])
+    assert not known.findings
+    assert known.masks is not None
+    assert known.masks.skipped, "the refusals were met, and not compared"
+    ended = [label for label in known.masks.runs_ended if "schedule.create" in label]
+    assert not ended, f"runs ended at the known refusal: {known.masks.runs_ended}"
+
+
+def test_a_bug_past_a_known_refusal_is_found(refusal: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(LATER_BUG, "on", True)
+    result = campaign(baseline=[refusal])
+    groups = {f.divergence_class.group for f in result.findings if f.divergence_class is not None}
+    assert "response schedule.get $.schedule.promiseTimeout" in groups, groups
