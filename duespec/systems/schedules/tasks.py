@@ -231,7 +231,8 @@ class PromisesAndTasks:
         settle or by a timer's timeout; a busy task's resume buffered; a listener unblocked
         by a timeout; a holder's fulfil resuming another task; a stale worker fenced out;
         halt twice then continue; task.create taking a pending task or refused; a resume
-        that finds its task fulfilled."""
+        that finds its task fulfilled; a tick either side of a task's deadline; a callback
+        registered at the very instant its promise times out."""
         t = self.holder(pick)
         id, version = t["id"], t["version"]
         first = self.lease_of(id)
@@ -313,6 +314,33 @@ class PromisesAndTasks:
             self.act("task.fulfill", {"id": id, "version": version,
                                       "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
             self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
+        elif story == "a_deadline_to_the_ms":
+            # a tick 1 ms before the next task deadline (a lease, or a retry after a resume
+            # or a lapse), then one at it: it must not fire at the first and must at the
+            # second; a timer pass that compares with a millisecond to spare shows nowhere
+            # else. The next one only: a later one would lapse every lease before it.
+            armed = [x["timeout"] for x in self.state["taskTimeouts"] if self.now < x["timeout"] <= self.now + DAY]
+            if armed:
+                deadline = min(armed)
+                for at in (deadline - 1, deadline):
+                    self.move_clock(at)
+                    if self.now != at:  # stopped short of owing too many occurrences
+                        break
+                    self.act("tick", {})
+        elif story == "awaited_at_its_timeout":
+            # the holder suspends on a promise not created yet (refused), which is then
+            # created; at exactly its timeoutAt (timed out, though no timer pass has run
+            # yet) the holder registers a callback on it and suspends on it again, then a
+            # pass runs: a server that reads "timed out" as now > timeoutAt keeps a callback
+            # nothing will fire, or suspends a task nothing will resume
+            awaited = f"{AWAITED_ID}.{pick}.due"
+            suspend = {"id": id, "version": version, "actions": [{"awaited": awaited, "awaiter": id}]}
+            self.act("task.suspend", suspend)
+            self.act("promise.create", {"id": awaited, "timeoutAt": self.now + 1, "param": PARAMS[0], "tags": {}})
+            self.move_clock(self.now + 1)
+            self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
+            self.act("task.suspend", suspend)
+            self.act("tick", {})
         else:  # fence_then_create_on_untargeted
             self.act("task.fence", {"id": id, "version": version, "action": {
                 "kind": "create", "id": f"{id}.child", "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
