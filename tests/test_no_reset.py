@@ -212,3 +212,26 @@ def test_an_http_server_that_refuses_debug_reset_says_it_has_none(
     with pytest.raises(TargetError) as refused:
         target.reset({"profile": "lean"})
     assert refused.value.says_not_offered is not offered
+
+
+def test_a_run_that_ends_at_a_refused_time_still_retires_its_schedules() -> None:
+    """A run's last step may carry a time the protocol refuses (past the end of time): its
+    schedules are deleted at the latest time the server took, not left to later runs. Left
+    behind, a schedule created in 2026 owed ~550,000 occurrences to a later run's tick at
+    the end of time, which then ran past --timeout on a loaded machine, and the replay
+    behind it (the server still busy) made a correct server 'not reproducible'."""
+    from duespec.model.schedules.clock import MAX_TIME
+    from duespec.targets.namespaced import namespaced
+
+    assert SCHEDULES.namespace is not None
+    factory = namespaced(NeverReset, SCHEDULES.namespace, "schedules")
+    target = factory()
+    create = {"id": "nightly", "cron": "59 23 28-31 * *", "promiseId": "{{.id}}-{{.timestamp}}",
+              "promiseTimeout": 1000, "promiseParam": {"headers": {}, "data": None}, "promiseTags": {}}
+    assert target.step("schedule.create", create, 1_780_000_000_000)["status"] == 200
+    for refused in (-1, 1.5, MAX_TIME + 1):  # the last one is the one retiring would have used
+        assert target.step("schedule.get", {"id": "nightly"}, refused)["status"] == 400
+    target.reset({"profile": "lean"})  # the next run: the last one's objects are retired
+    assert _SERVER["impl"].observe()["schedules"] == []
+    (deleted,) = [args["id"] for op, args in RECEIVED if op == "schedule.delete"]
+    assert deleted.startswith("run-") and deleted.endswith("-nightly"), deleted

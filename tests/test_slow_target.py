@@ -62,6 +62,30 @@ class SlowOnSecondPass(ModelTarget):
         return super().step(op, args, now)
 
 
+class BusyAfterSlow(ModelTarget):
+    """`expirable` runs past the timeout, and the target is still busy with it when the
+    next call comes, which then runs past it too, as one HTTP server's lock makes it under
+    load. Raised, not slept: the slowness is the same on any machine."""
+
+    busy = False
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.still_busy()
+        super().reset(config)
+
+    def step(self, op: str, args: dict[str, Any], now: int) -> dict[str, Any]:
+        self.still_busy()
+        if op == "expirable":
+            type(self).busy = True
+            raise TargetTooSlow(f"expirable did not return within {TIMEOUT:g}s (--timeout)", seconds=TIMEOUT)
+        return super().step(op, args, now)
+
+    def still_busy(self) -> None:
+        if type(self).busy:
+            type(self).busy = False
+            raise TargetTooSlow(f"did not return within {TIMEOUT:g}s (--timeout): still busy", seconds=TIMEOUT)
+
+
 def test_a_call_past_its_deadline_is_too_slow_and_one_class_per_op() -> None:
     with pytest.raises(TargetTooSlow) as raised:
         with deadline(0.05, "step tick"):
@@ -125,3 +149,18 @@ def test_conform_reports_the_slow_class_and_prints_progress_meanwhile(
     assert "not replayed here, since each replay waits the whole timeout" in out
     assert "response claim $.error" in out
     assert "  ... class 1 found:" in err and "  ... running:" in err
+
+
+def test_a_target_still_busy_with_a_slow_call_is_too_slow_never_not_reproducible() -> None:
+    """Hypothesis calls the slow run flaky when its replay fails elsewhere (the target still
+    busy) or ends earlier: that is the slowness, reported as the too-slow class with the
+    shortest failing run seen, never as a target whose answers change."""
+    BusyAfterSlow.busy = False
+    result = run_module.run_campaign(DUEBOOK, WatchedFactory(BusyAfterSlow, 10.0, "BusyAfterSlow"),
+                                     examples=30, step_count=20, max_classes=4)
+    labels = [finding.label for finding in result.findings]
+    assert labels and all(finding.kind == FindingKind.TARGET_TOO_SLOW for finding in result.findings), labels
+    first = result.findings[0]
+    assert first.label.startswith(f"target too slow: expirable took > {TIMEOUT:g}s"), labels
+    assert first.counterexample[-1]["op"] == "expirable"
+    assert "its replays differed" in first.failure

@@ -304,12 +304,19 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
         if progress is not None:
             progress(CampaignProgress(counted["examples"], machine.total_steps,
                                       time.perf_counter() - started, counted["failed_runs"] > 0))
-        base_init(self)
+        try:
+            base_init(self)
+        except Exception as error:  # failed at its reset: Hypothesis never tears it down
+            note_failure(error, getattr(self, "steps", []))
+            raise
 
     def noting_teardown(self: Any) -> None:
         # Hypothesis tears down in a `finally`, so a failing run's exception is in flight
         # (its own control flow uses BaseExceptions such as StopTest).
-        in_flight = sys.exc_info()[1]
+        note_failure(sys.exc_info()[1], self.steps)
+        base_teardown(self)
+
+    def note_failure(in_flight: BaseException | None, steps: list[dict[str, Any]]) -> None:
         if isinstance(in_flight, Exception) and not isinstance(in_flight, UnsatisfiedAssumption):
             counted["failed_runs"] += 1
             if counted["first_failure"] is None:
@@ -317,17 +324,16 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 counted["first_failure_run"] = counted["examples"]
             # the smallest failing run so far: what a search cut short while shrinking keeps
             smallest = counted["smallest"]
-            if smallest is None or len(self.steps) < len(smallest[1]):
-                counted["smallest"] = (in_flight, list(self.steps), dict(machine.last_config))
+            if smallest is None or len(steps) < len(smallest[1]):
+                counted["smallest"] = (in_flight, list(steps), dict(machine.last_config))
             found = getattr(in_flight, "divergence_class", None)
             if counted["failed_runs"] == 1 and not counted["shrink_cut"]:  # its shrinking is bounded from now
                 counted["shrink_since"], counted["first_class"] = time.perf_counter(), found
                 counted["shrink_steps"] = machine.total_steps
             if found is not None and found == counted["first_class"]:
                 best = counted["smallest_of_class"]
-                if best is None or len(self.steps) < len(best[1]):
-                    counted["smallest_of_class"] = (in_flight, list(self.steps), dict(machine.last_config))
-        base_teardown(self)
+                if best is None or len(steps) < len(best[1]):
+                    counted["smallest_of_class"] = (in_flight, list(steps), dict(machine.last_config))
 
     machine.__init__ = counting_init  # type: ignore[method-assign]
     machine.teardown = noting_teardown  # type: ignore[method-assign]
@@ -397,6 +403,19 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                 elif counted["shrink_cut"] and counted["smallest_of_class"] is not None and not isinstance(
                         error, (Divergence, TargetRaised)):
                     error, steps, run_config = counted["smallest_of_class"]  # flaky by the shrinking budget's cut
+                elif isinstance(error, Flaky) and _too_slow(counted["first_class"]) and counted["smallest_of_class"]:
+                    # A call past --timeout may finish on a replay, and a target still busy with
+                    # the call abandoned at the deadline is slow to answer the replay's first: the
+                    # slowness's doing, reported as its class, never as answers that change.
+                    error, steps, run_config = counted["smallest_of_class"]
+                    counted["shrink_cut"] = counted["shrink_cut"] or SLOW_REPLAYS_DIFFER
+                elif isinstance(error, Flaky) and counted["smallest"] is None and any(
+                        _too_slow(other.divergence_class) for other in findings):
+                    # nothing failed: a run that a too-slow class's call ended did not end there
+                    # when replayed (the call finished in time, or the target was still busy)
+                    stopped = (f"a run ended by a call past --timeout ended elsewhere when replayed "
+                               f"({SLOW_REPLAYS_DIFFER}): the search stopped there")
+                    break
                 # not once told to stop: it replays, shortening the run before probing it
                 shorten = None if stopper.reason is not None else partial(
                     _shorter, oracle=oracle, target=target, masks=masks, observe=observe, refuses=system.refuses,
@@ -443,6 +462,12 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
 
 #: Why a declared class's counterexample is as first seen: it is reported, not debugged.
 NOT_SHRUNK = "not shrunk, a declared difference"
+#: Why a too-slow class's counterexample is the shortest failing run seen: its replays differed.
+SLOW_REPLAYS_DIFFER = "its replays differed, as a call near --timeout's can"
+
+
+def _too_slow(found: DivergenceClass | None) -> bool:
+    return found is not None and found.kind == FindingKind.TARGET_TOO_SLOW
 
 
 def _shorter(steps: list[dict[str, Any]], config: dict[str, Any], found: DivergenceClass, *,

@@ -50,6 +50,12 @@ class Namespacing(Protocol):
         """For one step as the model sees it (logical ids): the calls that retire what it
         made, sent when the run ends; answers to them are ignored."""
 
+    def instant(self, now: Json) -> bool:
+        """Whether the target takes `now` as an instant. A run also sends times the protocol
+        refuses (past the end of time, negative, no integer); its retiring calls are sent at
+        the latest one it takes, since at a refused one they would be refused in turn and
+        leave the run's objects to every later run."""
+
 
 def strip_token(value: Json, token: str) -> Json:
     """`value` with `token` removed from every string and key in it."""
@@ -70,7 +76,8 @@ class NamespacedTarget:
         self.token = tokens()
         #: Calls that retire what this run made, keyed so each is sent once.
         self.undo: dict[str, tuple[str, Json]] = {}
-        self.last_now: Json = 0
+        #: The latest instant the run sent that the target takes (Namespacing.instant).
+        self.last_now = 0
 
     @property
     def last_exchange(self) -> str | None:
@@ -81,7 +88,8 @@ class NamespacedTarget:
         self.token = self.tokens()
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
-        self.last_now = now
+        if self.namespacing.instant(now):
+            self.last_now = now
         response = self.inner.step(op, self.namespacing.request(op, args, self.token), now)
         if not isinstance(response, dict):
             return response  # the judge says what is wrong with it
@@ -98,10 +106,9 @@ class NamespacedTarget:
         """Send the run's retiring calls, in the run's namespace; what they answer or raise
         is not the run's verdict."""
         calls, self.undo = list(self.undo.values()), {}
-        now = self.last_now if type(self.last_now) is int and self.last_now >= 0 else 0
         for op, args in calls:
             try:
-                self.inner.step(op, self.namespacing.request(op, args, self.token), now)
+                self.inner.step(op, self.namespacing.request(op, args, self.token), self.last_now)
             except TargetError:
                 return  # a target that cannot answer now says so on the next run's first step
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from duespec.model.schedules.clock import MAX_TIME
 from duespec.systems.schedules.ops import PARAMS, with_required_tags
 from duespec.targets.namespaced import strip_token
 
@@ -64,6 +65,9 @@ class ScheduleNamespace:
             response = {**response, "fired": [entry for entry in response["fired"]
                                               if not isinstance(entry, dict) or _ours(entry.get("id"), token)]}
         return _without_run_tag(strip_token(response, token))
+
+    def instant(self, now: Json) -> bool:
+        return type(now) is int and 0 <= now <= MAX_TIME
 
     def undo(self, op: str, args: Json, response: dict[str, Json]) -> list[tuple[str, Json]]:
         calls: list[tuple[str, Json]] = []
