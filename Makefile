@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # one "not run" line at the end, and fails the run only under CI=true.
 SERVICES := $(BIN)/python tools/services.py run --
 
-.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg pg-variants pg-mutation bench crash-test clean
+.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg ts-sdk-local pg-variants pg-mutation bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ resonate-pg: $(STAMP)
 # The full mutation floor: a fixed sample of mutants of impl/ through the default campaigns,
 # its killed count held to tools/mutation-floor.txt (exit 1, the survivors listed, below it;
 # make test checks the quick sample). docs/mutation.md, "The floor".
+# The TypeScript SDK's in-memory server for tests/test_catch_up.py: @resonatehq/sdk at the
+# version examples/ts-sdk-local/package-lock.json pins, from npm (Node.js 20 or later).
+ts-sdk-local:
+	npm ci --prefix examples/ts-sdk-local --no-audit --no-fund
+
 mutation-floor: $(STAMP)
 	$(BIN)/python tools/mutate_impl.py --floor full --workers 2 --out .duespec/mutation-floor.json
 

@@ -35,7 +35,7 @@ from duespec.impl.schedules_tasks import LEASE, RETRY, PromiseAndTaskHandlers
 Profile = Literal["lean", "server", "deployed"]
 PROFILES: tuple[Profile, ...] = ("lean", "server", "deployed")
 #: How a timer pass catches up a schedule owing several occurrences (spec/schedules.md
-#: CU-01..CU-04); `all` is the Lean's. Profiles lean and server only: deployed's is DEP-02.
+#: "Catch-up policies"); `all` is the Lean's. Profiles lean and server only: deployed's is DEP-02.
 CatchUp = Literal["all", "one-per-pass", "once-skip", "never"]
 CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("all", "one-per-pass", "once-skip", "never")
 DEFAULT_RETRY_TIMEOUT = 5000
@@ -252,11 +252,11 @@ class ScheduleServer(PromiseAndTaskHandlers):
         if self.profile == "deployed":
             return self._deployed_occurrence(s, now) if s.next_run_at <= now else s
         if s.next_run_at > now or self.catch_up == "never":
-            return s  # CU-04 never: the schedule stays as it was
-        if self.catch_up == "one-per-pass":  # CU-02: the earliest owed occurrence only
+            return s  # never: the schedule stays as it was
+        if self.catch_up == "one-per-pass":  # one-per-pass: the earliest owed occurrence only
             self._create_occurrences(s, [s.next_run_at], now)
             return replace(s, last_run_at=s.next_run_at, next_run_at=next_run(compile_cron(s.cron), s.next_run_at))
-        if self.catch_up == "once-skip":  # CU-03: that one, the rest skipped, next from now
+        if self.catch_up == "once-skip":  # once-skip: that one, the rest skipped, next from now
             self._create_occurrences(s, [s.next_run_at], now)
             return replace(s, last_run_at=s.next_run_at, next_run_at=next_run(compile_cron(s.cron), now))
         if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES
@@ -330,7 +330,7 @@ class ScheduleServer(PromiseAndTaskHandlers):
         fired: list[dict[str, str]] = []
         if self.profile == "deployed":
             return self._deployed_tick(now)
-        fired_schedules: set[str] = set()  # each schedule fires once a tick (CU-02, CU-04)
+        fired_schedules: set[str] = set()  # each schedule fires once a tick (one-per-pass, never)
         with self.store.transaction():
             while True:
                 schedule_due = self.store.first_due_schedule_timeout(now, fired_schedules)

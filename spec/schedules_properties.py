@@ -28,8 +28,8 @@ def _by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def occurrences(schedule: dict[str, Any], now: int, profile: str = "lean", catch_up: str = "all") -> list[int]:
     """The cronTimes a firing at `now` creates: nextRunAt and every following tick up to now;
-    under `deployed` (DEP-02) and the catch-up policies one-per-pass and once-skip (CU-02,
-    CU-03) only the earliest of them; under never (CU-04) none."""
+    under `deployed` (DEP-02) and the catch-up policies one-per-pass and once-skip only the
+    earliest of them; under never none."""
     due, t = [], schedule["nextRunAt"]
     while t <= now and catch_up != "never":
         due.append(t)
@@ -41,7 +41,7 @@ def occurrences(schedule: dict[str, Any], now: int, profile: str = "lean", catch
 
 def next_run_after_firing(schedule: dict[str, Any], ticks: list[int], now: int, catch_up: str) -> int:
     """A fired schedule's nextRunAt: the tick after the last one fired, or under once-skip
-    (CU-03) the first tick after the firing time; unchanged when none fired."""
+    the first tick after the firing time; unchanged when none fired."""
     if not ticks:
         return schedule["nextRunAt"]
     return next_run(schedule["cron"], now if catch_up == "once-skip" else ticks[-1])
@@ -179,7 +179,7 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
     was created at (cronTime under `lean`, the firing time under `server`), or timeoutAt if
     it was born expired; under `deployed` only the earliest owed tick fires, created at its
     cronTime with the deployed server's lineage tags. No promise appears that is not one of
-    the fired ticks. Under the catch-up policies of CU-02..CU-04, the ticks that policy fires."""
+    the fired ticks. Under another catch-up policy, the ticks that policy fires."""
     now = step["now"]
     schedules_before = _by_id(before["schedules"])
     schedules_after = _by_id(after["schedules"])
@@ -222,7 +222,7 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
 def firing_leaves_nothing_due(before: State, step: Step, after: State, profile: str, *,
                               catch_up: str = "all") -> bool:
     """SP-02: after a tick nothing is due: every schedule's nextRunAt and promise timeout > now.
-    Under `deployed` (DEP-02) and the catch-up policies one-per-pass and never (CU-02, CU-04)
+    Under `deployed` (DEP-02) and the catch-up policies one-per-pass and never
     a pass fires each schedule once and may leave it due, so only promise timeouts."""
     if step["op"] != "tick" or step["result"].get("status") != 200:
         return True
@@ -416,6 +416,7 @@ TRANSITION_PROPERTIES: tuple[TransitionProperty, ...] = (
     fulfilled_task_never_returns,
     every_callback_resumed_once,
 )
-#: The transition properties whose expectation depends on the catch-up policy (CU-01..CU-04):
+#: The transition properties whose expectation depends on the catch-up policy (spec/schedules.md,
+#: "Catch-up policies"):
 #: each takes it as the keyword `catch_up`.
 CATCH_UP_PROPERTIES = frozenset({catch_up_is_chronological, firing_leaves_nothing_due, occurrence_ids_unique})

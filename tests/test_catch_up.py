@@ -1,4 +1,4 @@
-"""Catch-up policies (spec/schedules.md CU-01..CU-04) and `duespec catch-up`.
+"""Catch-up policies (spec/schedules.md, "Catch-up policies") and `duespec catch-up`.
 
 The policies: the model and the implementation under each, the config that names one
 (`duespec serve --catch-up`, debug.reset, a store file, check/conform --catch-up). The
@@ -60,7 +60,7 @@ def _passes(target, config: dict, passes: int = 3) -> list[tuple[list[int], int,
 
 
 M1, M2, M3, M4 = (k * MINUTE for k in range(1, 5))
-#: What spec/schedules.md CU-01..CU-04 say each policy does with three missed occurrences
+#: What spec/schedules.md, "Catch-up policies" say each policy does with three missed occurrences
 #: and three timer passes: (occurrences, nextRunAt, lastRunAt) after each pass.
 EXPECTED = {
     "all": [([M1, M2, M3], M4, M3)] * 3,
@@ -277,7 +277,7 @@ def test_the_typescript_sdk_local_server_catches_up_one_per_pass() -> None:
         unavailable("the TypeScript SDK's local server", "no `node` on PATH (Node.js 20 or later)")
     if not (TS_SDK / "node_modules" / "@resonatehq" / "sdk" / "package.json").exists():
         unavailable("the TypeScript SDK's local server",
-                    "@resonatehq/sdk is not installed: run `npm ci --prefix examples/ts-sdk-local`")
+                    "@resonatehq/sdk is not installed: run `make ts-sdk-local` (npm ci in examples/ts-sdk-local)")
     server, url = _started([node, str(TS_SDK / "server.mjs"), "0"])
     try:
         run = _duespec("catch-up", "--target", url)

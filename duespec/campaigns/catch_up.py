@@ -1,7 +1,7 @@
 """`duespec catch-up`: which catch-up policy a Resonate server implements, from its answers.
 
-Servers read a timer pass after several missed cron occurrences four ways (spec/schedules.md
-CU-01..CU-04). This command asks the server, not its documentation: on a pinned clock it
+Servers read a timer pass after several missed cron occurrences four ways (spec/schedules.md,
+"Catch-up policies"). This command asks the server, not its documentation: on a pinned clock it
 creates a minutely schedule, lets MISSED occurrences pass, ticks PASSES times at the same
 instant and after each pass reads back the schedule and every promise an occurrence could
 have made. It sends the same requests to the reference model under each policy and names

@@ -587,7 +587,7 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
     parser.add_argument("--catch-up", metavar="POLICY", default=None,
                         help="schedules: the catch-up policy both sides are reset with: all (the spec's, "
-                             "the default), one-per-pass, once-skip or never (spec/schedules.md CU-01..CU-04; "
+                             "the default), one-per-pass, once-skip or never (spec/schedules.md, 'Catch-up policies'; "
                              "profiles lean and server), for a server that implements another on purpose")
     add_budget_arguments(parser, examples=200)
     parser.add_argument("--long-run", type=positive_int, metavar="N",

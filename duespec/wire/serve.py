@@ -388,7 +388,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help=f"task retry timeout in ms (default {DEFAULT_RETRY_TIMEOUT})")
     parser.add_argument("--catch-up", choices=CATCH_UP_POLICIES, default=None, metavar="POLICY",
                         help="how a timer pass catches up missed cron occurrences: all (default, the "
-                             "spec's), one-per-pass, once-skip, never (spec/schedules.md CU-01..CU-04; "
+                             "spec's), one-per-pass, once-skip, never (spec/schedules.md, 'Catch-up policies'; "
                              "profiles lean and server)")
     parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help=f"largest request body; larger ones get 413 (default {DEFAULT_MAX_BODY})")

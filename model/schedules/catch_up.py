@@ -6,7 +6,7 @@ leaves open (X-05): the occurrence's own cronTime under profile `lean`, the real
 time under profile `server`. Profile `deployed` (DEP-02, DEP-03) fires only the earliest
 owed occurrence per pass, as the deployed Rust server does.
 
-Under profiles lean and server the config names a catch-up policy (CU-01..CU-04): `all`
+Under profiles lean and server the config names a catch-up policy (spec/schedules.md, "Catch-up policies"): `all`
 is the loop above, the Lean's; `one-per-pass`, `once-skip` and `never` are the other
 readings servers implement on purpose, each one branch below."""
 
@@ -39,7 +39,7 @@ def catch_up(state: ServerState, now: int, s: Schedule) -> Schedule:
         return once_skip(state, now, s)
     if policy == "never":
         return never(s)
-    while s.next_run_at <= now:  # CU-01 all: the Lean's loop
+    while s.next_run_at <= now:  # all: the Lean's loop
         cron_time = s.next_run_at
         create_occurrence(state, s, cron_time, now)
         reached("X-01.next_after_cron_time")
@@ -70,36 +70,36 @@ def caught_up(s: Schedule) -> Schedule:
 
 
 def one_per_pass(state: ServerState, now: int, s: Schedule) -> Schedule:
-    """CU-02: only the earliest owed occurrence; the next one, due or not, waits for the
+    """one-per-pass: only the earliest owed occurrence; the next one, due or not, waits for the
     next timer pass (ENV-01 delivers a schedule's timeout at most once per tick)."""
     if s.next_run_at <= now:
-        reached("CU-02.one_occurrence")
+        reached("TO-02.one_per_pass")
         cron_time = s.next_run_at
         create_occurrence(state, s, cron_time, now)
         reached("X-01.next_after_cron_time")
         s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, cron_time))
         if s.next_run_at <= now:
-            reached("CU-02.still_owed")
+            reached("TO-02.still_owed")
     return caught_up(s)
 
 
 def once_skip(state: ServerState, now: int, s: Schedule) -> Schedule:
-    """CU-03: the occurrence the timer was armed for fires once; every later missed one is
+    """once-skip: the occurrence the timer was armed for fires once; every later missed one is
     skipped, and the next run is computed from the firing time."""
     if s.next_run_at <= now:
-        reached("CU-03.once")
+        reached("TO-02.once_skip")
         cron_time = s.next_run_at
         create_occurrence(state, s, cron_time, now)
         if next_run(s.cron, cron_time) <= now:
-            reached("CU-03.skipped")
+            reached("TO-02.skipped")
         s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, now))
     return caught_up(s)
 
 
 def never(s: Schedule) -> Schedule:
-    """CU-04: a schedule is a record that never fires: nothing is created, the schedule
+    """never: a schedule is a record that never fires: nothing is created, the schedule
     stays as it was (its timeout re-armed where it stood)."""
-    reached("CU-04.never_fired")
+    reached("TO-02.never")
     return s
 
 

@@ -3,7 +3,7 @@
 The Lean has no dispatcher; docs/operations.md fixes one so two targets can be compared.
 First the promise and schedule timeouts, smallest (timeout, kind, id) first, promise
 before schedule, until none is due, each schedule's at most once a tick (a timer pass:
-under the catch-up policies one-per-pass and never, CU-02 and CU-04, a fired schedule
+under the catch-up policies one-per-pass and never a fired schedule
 stays due; under all and once-skip it is re-armed after now, so the rule never bites); then the task timeouts, smallest (timeout, id, kind)
 first: each one due when that phase starts, once. Promise timeouts go first because a task whose promise is due
 is moot: its timeout settles the promise and fulfils the task (disarming its timeouts),

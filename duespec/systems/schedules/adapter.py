@@ -45,7 +45,7 @@ def config_of(config: dict[str, Json]) -> model.Config:
 
 
 def catch_up_problem(profile: object, catch_up: object) -> str | None:
-    """Why a catch-up policy cannot go with a profile (spec/schedules.md CU-01..CU-04), or None."""
+    """Why a catch-up policy cannot go with a profile (spec/schedules.md, "Catch-up policies"), or None."""
     if catch_up not in CATCH_UP_POLICIES:
         return f"catch_up must be one of {', '.join(CATCH_UP_POLICIES)}, got {catch_up!r}"
     if profile == "deployed" and catch_up != "all":
