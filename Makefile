@@ -46,14 +46,14 @@ stress-resonate-pg: $(STAMP)
 resonate-pg: $(STAMP)
 	$(BIN)/python tools/services.py fetch-resonate-pg
 
-# The full mutation floor: a fixed sample of mutants of impl/ through the default campaigns,
-# its killed count held to tools/mutation-floor.txt (exit 1, the survivors listed, below it;
-# make test checks the quick sample). docs/mutation.md, "The floor".
 # The TypeScript SDK's in-memory server for tests/test_catch_up.py: @resonatehq/sdk at the
 # version examples/ts-sdk-local/package-lock.json pins, from npm (Node.js 20 or later).
 ts-sdk-local:
 	npm ci --prefix examples/ts-sdk-local --no-audit --no-fund
 
+# The full mutation floor: a fixed sample of mutants of impl/ through the default campaigns,
+# its killed count held to tools/mutation-floor.txt (exit 1, the survivors listed, below it;
+# make test checks the quick sample). docs/mutation.md, "The floor".
 mutation-floor: $(STAMP)
 	$(BIN)/python tools/mutate_impl.py --floor full --workers 2 --out .duespec/mutation-floor.json
 

@@ -80,9 +80,9 @@ def probe(target: Target, config: dict[str, Json]) -> list[Pass]:
         found = tuple(t for t in CANDIDATE_TIMES
                       if target.step("promise.get", {"id": expand(SCHEDULE["promiseId"], SCHEDULE_ID, t)},
                                      FIRING_AT).get("status") == 200)
-        schedule = target.step("schedule.get", {"id": SCHEDULE_ID}, FIRING_AT)
-        next_run_at = schedule.get("schedule", {}).get("nextRunAt") if schedule.get("status") == 200 else None
-        passes.append(Pass(found, next_run_at))
+        read = target.step("schedule.get", {"id": SCHEDULE_ID}, FIRING_AT)
+        record = read.get("schedule") if read.get("status") == 200 else None
+        passes.append(Pass(found, record.get("nextRunAt") if isinstance(record, dict) else None))
     return passes
 
 

@@ -2,11 +2,11 @@
 
 The Lean has no dispatcher; docs/operations.md fixes one so two targets can be compared.
 First the promise and schedule timeouts, smallest (timeout, kind, id) first, promise
-before schedule, until none is due, each schedule's at most once a tick (a timer pass:
-under the catch-up policies one-per-pass and never a fired schedule
-stays due; under all and once-skip it is re-armed after now, so the rule never bites); then the task timeouts, smallest (timeout, id, kind)
-first: each one due when that phase starts, once. Promise timeouts go first because a task whose promise is due
-is moot: its timeout settles the promise and fulfils the task (disarming its timeouts),
+before schedule, until none is due, each schedule's at most once a tick (a tick is one
+timer pass: under the catch-up policies one-per-pass and never a fired schedule stays due;
+under all and once-skip it is re-armed after now, so the rule never bites); then the task
+timeouts, smallest (timeout, id, kind) first: each one due when that phase starts, once.
+Promise timeouts go first because a task whose promise is due is moot: its timeout settles the promise and fulfils the task (disarming its timeouts),
 where a retry or a lapsed lease would dispatch work nobody may do any more. Task timeouts
 arm nothing but a retry at now + retry_timeout (> now: the config requires >= 1) and touch
 no other task, so one pass leaves nothing due. Profile `deployed` makes one pass of
