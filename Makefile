@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # one "not run" line at the end, and fails the run only under CI=true.
 SERVICES := $(BIN)/python tools/services.py run --
 
-.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg pg-variants pg-mutation bench crash-test clean
+.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg ts-sdk-local pg-variants pg-mutation bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ stress-resonate-pg: $(STAMP)
 # of resonatehq/resonate-pg at its pinned commit into .duespec/third_party/resonate-pg.
 resonate-pg: $(STAMP)
 	$(BIN)/python tools/services.py fetch-resonate-pg
+
+# The TypeScript SDK's in-memory server for tests/test_catch_up.py: @resonatehq/sdk at the
+# version examples/ts-sdk-local/package-lock.json pins, from npm (Node.js 20 or later).
+ts-sdk-local:
+	npm ci --prefix examples/ts-sdk-local --no-audit --no-fund
 
 # The full mutation floor: a fixed sample of mutants of impl/ through the default campaigns,
 # its killed count held to tools/mutation-floor.txt (exit 1, the survivors listed, below it;

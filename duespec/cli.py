@@ -34,7 +34,7 @@ from duespec.outputs import tolerate_unencodable
 COMMANDS = ("duespec.prove", "duespec.campaigns.check", "duespec.bench", "duespec.campaigns.suite", "duespec.campaigns.conform",
             "duespec.campaigns.replay_jobs", "duespec.traces.itf", "duespec.wire.serve", "duespec.histories.record",
             "duespec.histories.export", "duespec.histories.linearize_command", "duespec.histories.stress",
-            "duespec.campaigns.merge")
+            "duespec.campaigns.merge", "duespec.campaigns.catch_up")
 
 #: Commands whose module is imported alone when the command line names them: a check run
 #: once per history (by scripts, by CI, beside the specification's own checker) should not

@@ -34,6 +34,10 @@ from duespec.impl.schedules_tasks import LEASE, RETRY, PromiseAndTaskHandlers
 
 Profile = Literal["lean", "server", "deployed"]
 PROFILES: tuple[Profile, ...] = ("lean", "server", "deployed")
+#: How a timer pass catches up a schedule owing several occurrences (spec/schedules.md
+#: "Catch-up policies"); `all` is the Lean's. Profiles lean and server only: deployed's is DEP-02.
+CatchUp = Literal["all", "one-per-pass", "once-skip", "never"]
+CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("all", "one-per-pass", "once-skip", "never")
 DEFAULT_RETRY_TIMEOUT = 5000
 #: Occurrences handled per round of set-wise inserts during a catch-up.
 CATCH_UP_CHUNK = 16384
@@ -42,10 +46,15 @@ CATCH_UP_CHUNK = 16384
 MAX_CATCH_UP_OCCURRENCES = 1_000_000
 
 
-def check_config(profile: object, retry_timeout: object) -> None:
+def check_config(profile: object, retry_timeout: object, catch_up: object = None) -> None:
     """A server's config (None: the default or the stored one), or ValueError naming the field."""
     if profile is not None and profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    if catch_up is not None and catch_up not in CATCH_UP_POLICIES:
+        raise ValueError(f"catch_up must be one of {', '.join(CATCH_UP_POLICIES)}, got {catch_up!r}")
+    if profile == "deployed" and catch_up not in (None, "all"):
+        raise ValueError("catch_up applies to profiles lean and server: profile deployed fires one "
+                         "occurrence per pass, as the deployed server does (DEP-02)")
     if retry_timeout is not None and (type(retry_timeout) is not int
                                       or not 1 <= retry_timeout <= MAX_DURATION):
         raise ValueError(f"retry_timeout must be an integer in [1, {MAX_DURATION}] (0 would re-arm "
@@ -76,17 +85,20 @@ class ScheduleServer(PromiseAndTaskHandlers):
     """One Resonate server: schedules, promises, tasks and the outbox."""
 
     def __init__(self, path: str = ":memory:", *, profile: Profile | None = None,
-                 retry_timeout: int | None = None, wait: float = 0.0) -> None:
+                 retry_timeout: int | None = None, catch_up: CatchUp | None = None,
+                 wait: float = 0.0) -> None:
         """Open (or create) the store at `path`; a file keeps the config it was created with.
 
         A store file is owned by one process at a time: another process's server raises
         StoreInUse (schedules_sql), at once or after waiting up to `wait` seconds."""
-        check_config(profile, retry_timeout)
+        check_config(profile, retry_timeout, catch_up)
         self.store = Store(path, wait=wait)
         try:
             with self.store.transaction():
                 self.profile: Profile = self._config("profile", profile, "lean")  # type: ignore[assignment]
                 self.retry_timeout = int(self._config("retry_timeout", retry_timeout, DEFAULT_RETRY_TIMEOUT))
+                self.catch_up: CatchUp = self._config("catch_up", catch_up, "all")  # type: ignore[assignment]
+                check_config(self.profile, None, self.catch_up)
         except BaseException:
             self.store.close()
             raise
@@ -103,15 +115,16 @@ class ScheduleServer(PromiseAndTaskHandlers):
     def close(self) -> None:
         self.store.close()
 
-    def reset(self, profile: Profile, retry_timeout: int) -> None:
+    def reset(self, profile: Profile, retry_timeout: int, catch_up: CatchUp = "all") -> None:
         """Empty the store and give it this config, in one transaction, without letting go of
         it: the config is checked first, so a refused reset changes nothing."""
-        check_config(profile, retry_timeout)
+        check_config(profile, retry_timeout, catch_up)
         with self.store.transaction():
             self.store.clear()
             self.store.set_config("profile", profile)
             self.store.set_config("retry_timeout", str(retry_timeout))
-        self.profile, self.retry_timeout = profile, retry_timeout
+            self.store.set_config("catch_up", catch_up)
+        self.profile, self.retry_timeout, self.catch_up = profile, retry_timeout, catch_up
 
     # ---- the JSON face of docs/operations.md -------------------------------------------
 
@@ -236,25 +249,35 @@ class ScheduleServer(PromiseAndTaskHandlers):
         Occurrences go to `create_occurrences` a chunk at a time, in chronological order;
         that keeps memory flat over a year of minutely ticks and is still the Lean's
         sequence of creates, since each only reads and writes its own id."""
-        if s.next_run_at > now:
-            return s
         if self.profile == "deployed":
-            return self._deployed_occurrence(s, now)
+            return self._deployed_occurrence(s, now) if s.next_run_at <= now else s
+        if s.next_run_at > now or self.catch_up == "never":
+            return s  # never: the schedule stays as it was
+        if self.catch_up == "one-per-pass":  # one-per-pass: the earliest owed occurrence only
+            self._create_occurrences(s, [s.next_run_at], now)
+            return replace(s, last_run_at=s.next_run_at, next_run_at=next_run(compile_cron(s.cron), s.next_run_at))
+        if self.catch_up == "once-skip":  # once-skip: that one, the rest skipped, next from now
+            self._create_occurrences(s, [s.next_run_at], now)
+            return replace(s, last_run_at=s.next_run_at, next_run_at=next_run(compile_cron(s.cron), now))
         if ((now - s.next_run_at) // 60_000 >= MAX_CATCH_UP_OCCURRENCES
                 and occurrences_due(s.cron, s.next_run_at, now, MAX_CATCH_UP_OCCURRENCES)
                 > MAX_CATCH_UP_OCCURRENCES):
             raise CatchUpTooLong(f"schedule {s.id!r} would fire more than {MAX_CATCH_UP_OCCURRENCES:,} "
                                  f"occurrences in one catch-up (from {s.next_run_at} to {now})")
         cron = compile_cron(s.cron)
-        shape = PromiseShape(s.promise_param, s.promise_tags, self.retry_timeout)
-        anchored_at_tick = self.profile == "lean"
-        template = s.promise_id.replace(ID_PLACEHOLDER, s.id)  # the timestamp is the store's to fill
         last = s.next_run_at
         for chunk in chunks(chain((s.next_run_at,), cron.occurrences(s.next_run_at, now)), CATCH_UP_CHUNK):
-            self.store.create_occurrences(template, chunk, s.promise_timeout,
-                                          None if anchored_at_tick else now, shape)
+            self._create_occurrences(s, chunk, now)
             last = chunk[-1]
         return replace(s, last_run_at=last, next_run_at=next_run(cron, last))
+
+    def _create_occurrences(self, s: Schedule, cron_times: list[int], now: int) -> None:
+        """promise.create of these occurrences, in order, at the `now` of X-05: each one's
+        cronTime under `lean`, the firing time under `server`."""
+        shape = PromiseShape(s.promise_param, s.promise_tags, self.retry_timeout)
+        template = s.promise_id.replace(ID_PLACEHOLDER, s.id)  # the timestamp is the store's to fill
+        self.store.create_occurrences(template, cron_times, s.promise_timeout,
+                                      None if self.profile == "lean" else now, shape)
 
     def _deployed_occurrence(self, s: Schedule, now: int) -> Schedule:
         """One occurrence per pass, as the deployed server fires it: created at its cronTime
@@ -296,7 +319,7 @@ class ScheduleServer(PromiseAndTaskHandlers):
 
     def tick(self, now: int) -> dict[str, Json]:
         """Fire every due timeout: promise and schedule timeouts, smallest (timeout, kind, id)
-        first, until none is due; then each task timeout due, smallest (timeout, id, kind) first.
+        first, until none is due, each schedule once a tick; then each task timeout due, smallest (timeout, id, kind) first.
 
         Firing a promise timeout never arms another promise or schedule timeout, so all
         the promise timeouts that precede the next due schedule timeout fire as one run
@@ -307,9 +330,10 @@ class ScheduleServer(PromiseAndTaskHandlers):
         fired: list[dict[str, str]] = []
         if self.profile == "deployed":
             return self._deployed_tick(now)
+        fired_schedules: set[str] = set()  # each schedule fires once a tick (one-per-pass, never)
         with self.store.transaction():
             while True:
-                schedule_due = self.store.first_due_schedule_timeout(now)
+                schedule_due = self.store.first_due_schedule_timeout(now, fired_schedules)
                 bound = now if schedule_due is None else schedule_due[0]
                 promise_ids = self.store.due_promise_timeouts(bound)
                 if promise_ids:
@@ -322,6 +346,7 @@ class ScheduleServer(PromiseAndTaskHandlers):
                 if schedule_due is None:
                     break
                 self._on_schedule_timeout(schedule_due[1], now)
+                fired_schedules.add(schedule_due[1])
                 fired.append({"kind": "schedule", "id": schedule_due[1]})
             for task_id, kind in self.store.due_task_timeouts(now):
                 self._on_task_timeout(task_id, kind, now)

@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Container, Iterable, Iterator, Sequence
 
 from duespec.impl.schedules_records import (
     DELAY_TAG, EMPTY_VALUE, TARGET_TAG, TIMESTAMP_PLACEHOLDER, Json, Promise, Schedule, Tags, Task, Value, delay_ms, execute_message,
@@ -448,10 +448,14 @@ class Store:
     def del_schedule_timeout(self, schedule_id: str) -> None:
         self.db.execute("DELETE FROM schedule_timeouts WHERE id = ?", (schedule_id,))
 
-    def first_due_schedule_timeout(self, now: int) -> tuple[int, str] | None:
-        row = self.db.execute("SELECT timeout, id FROM schedule_timeouts WHERE timeout <= ? "
-                              "ORDER BY timeout, id LIMIT 1", (now,)).fetchone()
-        return None if row is None else (row[0], row[1])
+    def first_due_schedule_timeout(self, now: int, fired: Container[str] = ()) -> tuple[int, str] | None:
+        """The earliest due schedule timeout, by (timeout, id), of a schedule not in `fired`
+        (those that fired already in this tick; a schedule that is no longer due costs nothing)."""
+        for timeout, schedule_id in self.db.execute("SELECT timeout, id FROM schedule_timeouts WHERE timeout <= ? "
+                                                    "ORDER BY timeout, id", (now,)):
+            if schedule_id not in fired:
+                return timeout, schedule_id
+        return None
 
     def due_schedule_timeouts(self, now: int) -> list[str]:
         """Ids of the schedule timeouts at or before `now`, by (timeout, id)."""

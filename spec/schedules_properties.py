@@ -26,16 +26,25 @@ def _by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in records}
 
 
-def occurrences(schedule: dict[str, Any], now: int, profile: str = "lean") -> list[int]:
-    """The cronTimes a firing at `now` owes: nextRunAt and every following tick up to now;
-    under `deployed` (DEP-02) only the earliest of them, one per pass."""
+def occurrences(schedule: dict[str, Any], now: int, profile: str = "lean", catch_up: str = "all") -> list[int]:
+    """The cronTimes a firing at `now` creates: nextRunAt and every following tick up to now;
+    under `deployed` (DEP-02) and the catch-up policies one-per-pass and once-skip only the
+    earliest of them; under never none."""
     due, t = [], schedule["nextRunAt"]
-    while t <= now:
+    while t <= now and catch_up != "never":
         due.append(t)
-        if profile == "deployed":
+        if profile == "deployed" or catch_up in ("one-per-pass", "once-skip"):
             break
         t = next_run(schedule["cron"], t)
     return due
+
+
+def next_run_after_firing(schedule: dict[str, Any], ticks: list[int], now: int, catch_up: str) -> int:
+    """A fired schedule's nextRunAt: the tick after the last one fired, or under once-skip
+    the first tick after the firing time; unchanged when none fired."""
+    if not ticks:
+        return schedule["nextRunAt"]
+    return next_run(schedule["cron"], now if catch_up == "once-skip" else ticks[-1])
 
 
 #: Tags the deployed server adds to an occurrence's promise (DEP-03), each the promise's id.
@@ -160,7 +169,8 @@ def refiring_a_fired_tick_changes_nothing(before: State, step: Step, after: Stat
     return before == after
 
 
-def catch_up_is_chronological(before: State, step: Step, after: State, profile: str) -> bool:
+def catch_up_is_chronological(before: State, step: Step, after: State, profile: str, *,
+                              catch_up: str = "all") -> bool:
     """SP-01: a firing creates one promise per missed tick, each at its own cronTime, none skipped
     or repeated, and leaves lastRunAt on the last tick and nextRunAt on the first one after now.
 
@@ -169,7 +179,7 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
     was created at (cronTime under `lean`, the firing time under `server`), or timeoutAt if
     it was born expired; under `deployed` only the earliest owed tick fires, created at its
     cronTime with the deployed server's lineage tags. No promise appears that is not one of
-    the fired ticks."""
+    the fired ticks. Under another catch-up policy, the ticks that policy fires."""
     now = step["now"]
     schedules_before = _by_id(before["schedules"])
     schedules_after = _by_id(after["schedules"])
@@ -180,11 +190,11 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
         s = schedules_before.get(id)
         if s is None:
             continue
-        ticks = occurrences(s, now, profile)
+        ticks = occurrences(s, now, profile, catch_up)
         reached("SP-01.fired")
         fired = schedules_after.get(id)
         expected_last = ticks[-1] if ticks else s["lastRunAt"]
-        expected_next = next_run(s["cron"], ticks[-1]) if ticks else s["nextRunAt"]
+        expected_next = next_run_after_firing(s, ticks, now, catch_up)
         if fired != {**s, "lastRunAt": expected_last, "nextRunAt": expected_next}:
             return False
         for cron_time in ticks:
@@ -209,27 +219,30 @@ def catch_up_is_chronological(before: State, step: Step, after: State, profile: 
     return True
 
 
-def firing_leaves_nothing_due(before: State, step: Step, after: State, profile: str) -> bool:
+def firing_leaves_nothing_due(before: State, step: Step, after: State, profile: str, *,
+                              catch_up: str = "all") -> bool:
     """SP-02: after a tick nothing is due: every schedule's nextRunAt and promise timeout > now.
-    Under `deployed` a pass fires each schedule once (DEP-02), so only promise timeouts."""
+    Under `deployed` (DEP-02) and the catch-up policies one-per-pass and never
+    a pass fires each schedule once and may leave it due, so only promise timeouts."""
     if step["op"] != "tick" or step["result"].get("status") != 200:
         return True
     now = step["now"]
     reached("SP-02.tick")
-    if profile == "deployed":
+    if profile == "deployed" or catch_up in ("one-per-pass", "never"):
         return all(t["timeout"] > now for t in after["promiseTimeouts"])
     return (all(t["timeout"] > now for t in after["scheduleTimeouts"])
             and all(t["timeout"] > now for t in after["promiseTimeouts"])
             and all(s["nextRunAt"] > now for s in after["schedules"]))
 
 
-def occurrence_ids_unique(before: State, step: Step, after: State, profile: str) -> bool:
+def occurrence_ids_unique(before: State, step: Step, after: State, profile: str, *,
+                          catch_up: str = "all") -> bool:
     """SP-06: one schedule's ticks fired by a step get pairwise distinct promise ids."""
     for id in fired_schedules(step):
         s = _by_id(before["schedules"]).get(id)
         if s is None:
             continue
-        ticks = occurrences(s, step["now"], profile)
+        ticks = occurrences(s, step["now"], profile, catch_up)
         reached("SP-06.fired")
         if len({expand(s["promiseId"], s["id"], t) for t in ticks}) != len(ticks):
             return False
@@ -403,3 +416,7 @@ TRANSITION_PROPERTIES: tuple[TransitionProperty, ...] = (
     fulfilled_task_never_returns,
     every_callback_resumed_once,
 )
+#: The transition properties whose expectation depends on the catch-up policy (spec/schedules.md,
+#: "Catch-up policies"):
+#: each takes it as the keyword `catch_up`.
+CATCH_UP_PROPERTIES = frozenset({catch_up_is_chronological, firing_leaves_nothing_due, occurrence_ids_unique})

@@ -55,6 +55,7 @@ STOPS: dict[str, tuple[str, ...]] = {
     "stress": ("duespec.histories.stress.stress",),  # the server and the clients
     "linearize": ("duespec.histories.linearize_command.judge",),  # the search, once the history is read
     "merge": (), "export": (), "itf": (),
+    "catch-up": ("duespec.campaigns.catch_up.probe",),  # the first request to the target
 }
 
 #: Numbers and text that break argument checks.
@@ -106,6 +107,7 @@ VALID: dict[str, list[str]] = {
     "config": ["{}"], "only": ["cron"], "against": ["HEAD"], "output": ["out.jsonl"], "json": ["out.json"],
     "junit": ["out.xml"], "html": ["out.html"], "coverage_json": ["coverage.json"], "trace_dir": ["failures"],
     "mapping": ["declared.toml"], "hook": ["planted_targets:ThreePlantedBugs"], "clock": ["pinned", "real"],
+    "catch_up": ["all", "once-skip"],
 }
 
 #: One command line each command accepts: the fuzz's stops are where its work starts.
@@ -117,6 +119,7 @@ ACCEPTED = {
     "stress": ["stress", "schedules", "--target", "serve"], "merge": ["merge", "report.json"],
     "export": ["export", "history.ndjson", "--format", "resonate-valid", "-o", "out.history"],
     "itf": ["itf", "export", "trace.jsonl", "-o", "trace.itf.json", "--force"],
+    "catch-up": ["catch-up", "--target", "impl"],
 }
 
 #: What free text is made of: ASCII, the separators flags use, white space, and what a

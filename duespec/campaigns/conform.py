@@ -80,6 +80,7 @@ class ReportSettings:
     reset: str = "auto"
     baseline: str | None = None
     inputs: str = "all"
+    catch_up: str | None = None
     #: The whole spec-coverage report and the depth line (-v), or no coverage line at all.
     coverage: bool = False
     no_coverage: bool = False
@@ -95,7 +96,7 @@ class ReportSettings:
                    skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
                    require_tag=tuple(args.require_tag or ()), depth=args.depth, long_run=args.long_run,
                    reset=args.reset, baseline=args.baseline, inputs=args.inputs, coverage=args.coverage,
-                   no_coverage=args.no_coverage)
+                   no_coverage=args.no_coverage, catch_up=getattr(args, "catch_up", None))
 
 
 def verdict_line(result: CampaignResult, target: str) -> str:
@@ -173,6 +174,8 @@ def reproduce_lines(settings: ReportSettings, result: CampaignResult, trace: Pat
         command += ["--long-run", str(settings.long_run)]
     if settings.reset == "none":
         command += ["--reset", "none"]
+    if settings.catch_up is not None:
+        command += ["--catch-up", settings.catch_up]
     if settings.baseline:
         command += ["--baseline", settings.baseline]
     if settings.inputs != "all":
@@ -450,6 +453,11 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
                     **dict(getattr(args, "require_tag", None) or [])}
     if request_tags and system.tag_request is None:
         raise UsageError(f"--require-tag: {system.name}'s requests carry no tags")
+    for profile in profiles:  # the model judges a config it cannot take (--catch-up)
+        try:
+            system.model().reset({**system.config(profile), **parallel.config_over_profile(args)})
+        except ValueError as error:
+            raise UsageError(f"--catch-up under profile {profile}: {error}") from None
     try:
         factory = resolve(system, args.target, timeout=args.timeout,
                           start_timeout=max(args.timeout, START_TIMEOUT))
@@ -488,7 +496,8 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
                     print(f"not run: long run [{profile}] (it needs a target that can be reset)", flush=True)
                     continue
                 result = run_long(system, factory, steps=args.long_run, profile=profile, seed=args.seed,
-                                  observe=observe, request_tags=request_tags, stopper=stopper)
+                                  observe=observe, request_tags=request_tags, stopper=stopper,
+                                  config=parallel.config_over_profile(args))
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
                 result = parallel.run_chunks(
@@ -576,6 +585,10 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     """Everything but the target: `duespec check` is this command with the target fixed."""
     parser.add_argument("--profile", action="append", metavar="PROFILE",
                         help="spec reading; repeat for several, or 'all' (default: the system's first)")
+    parser.add_argument("--catch-up", metavar="POLICY", default=None,
+                        help="schedules: the catch-up policy both sides are reset with: all (the spec's, "
+                             "the default), one-per-pass, once-skip or never (spec/schedules.md, 'Catch-up policies'; "
+                             "profiles lean and server), for a server that implements another on purpose")
     add_budget_arguments(parser, examples=200)
     parser.add_argument("--long-run", type=positive_int, metavar="N",
                         help="after the campaigns, one long lockstep run of N steps per profile "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import time
 from contextlib import nullcontext
+from typing import Any
 
 from duespec.campaigns.run import CampaignResult, finding_of
 from duespec.campaigns.stopping import Stopper
@@ -30,14 +31,15 @@ STATE_EVERY = 250
 
 def run_long(system: System, target: TargetFactory, *, steps: int, profile: str | None = None,
              seed: int = 0, observe: bool = True, request_tags: dict[str, str] | None = None,
-             stopper: Stopper | None = None) -> CampaignResult:
+             stopper: Stopper | None = None, config: dict[str, Any] | None = None) -> CampaignResult:
     """One run of `steps` steps; the verdict as a CampaignResult (one example).
     `observe=False`: every answer compared, no whole state (a target without observe()).
     Its promises and schedules carry `request_tags` (System.tag_request); `stopper` (a
-    signal, --budget) ends it early, compared up to where it stopped."""
+    signal, --budget) ends it early, compared up to where it stopped. `config`: keys set
+    over the profile's own (--catch-up)."""
     profile = profile or system.profiles[0]
     workload, configure = system.long_run.call, system.long_run.config
-    config = configure(system.config(profile))
+    config = configure({**system.config(profile), **(config or {})})
     rng = random.Random(seed)
     oracle, actual = system.model(), target()
     verdict: Verdict = None

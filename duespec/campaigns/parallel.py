@@ -157,6 +157,8 @@ class CampaignSpec:
     baseline: tuple[Any, ...] = ()
     #: Send only requests the spec accepts (--inputs valid).
     valid_only: bool = False
+    #: Config keys set over the profile's own for every run (--catch-up), as pairs.
+    config: tuple[tuple[str, Any], ...] = ()
 
 
 # -- one chunk ------------------------------------------------------------------------
@@ -172,7 +174,8 @@ def run_chunk(system: System, factory: TargetFactory, spec: CampaignSpec, chunk:
                           scope=scope, depth=spec.depth, progress=progress, observe=spec.observe,
                           database=campaign_db.bind if campaign_db is not None else None,
                           request_tags=dict(spec.request_tags), stopper=stopper, on_finding=on_finding,
-                          reset=spec.reset, baseline=spec.baseline, valid_only=spec.valid_only)
+                          reset=spec.reset, baseline=spec.baseline, valid_only=spec.valid_only,
+                          config=dict(spec.config))
     mark_chunk(result, chunk.index, campaign_db.stats if campaign_db is not None else None)
     result.started_at = started_at
     return result
@@ -428,7 +431,14 @@ def spec_from_args(args: argparse.Namespace, profile: str, observe: bool = True,
         depth=args.depth, max_classes=args.max_classes, declared=args.declared,
         ops=tuple(args.ops) if args.ops else None, skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
         database=_database_spec(args), observe=observe, request_tags=tuple(sorted((request_tags or {}).items())),
-        reset=reset, baseline=baseline, valid_only=getattr(args, "inputs", "all") == "valid")
+        reset=reset, baseline=baseline, valid_only=getattr(args, "inputs", "all") == "valid",
+        config=tuple(sorted(config_over_profile(args).items())))
+
+
+def config_over_profile(args: argparse.Namespace) -> dict[str, Any]:
+    """The config keys a campaign's options set over each profile's own: --catch-up."""
+    catch_up = getattr(args, "catch_up", None)
+    return {} if catch_up is None else {"catch_up": catch_up}
 
 
 def _database_spec(args: argparse.Namespace) -> str:

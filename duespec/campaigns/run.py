@@ -223,7 +223,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
                  request_tags: dict[str, str] | None = None, stopper: Stopper | None = None,
                  on_finding: Callable[[int, Finding], None] | None = None,
                  reset: bool = True, baseline: Iterable[DivergenceClass] = (),
-                 valid_only: bool = False) -> CampaignResult:
+                 valid_only: bool = False, config: dict[str, Any] | None = None) -> CampaignResult:
     """Drive `target` against the model (or `oracle`) until `examples` runs pass, finding
     up to `max_classes` undeclared divergence classes (1: stop at the first; declared
     classes never count, so a declared difference never ends the search).
@@ -253,7 +253,7 @@ def run_campaign(system: System, target: TargetFactory, *, profile: str | None =
     profile = profile or system.profiles[0]
     if profile not in system.profiles:
         raise ValueError(f"{system.name} has no profile {profile!r}; known: {', '.join(system.profiles)}")
-    config = system.config(profile)
+    config = {**system.config(profile), **(config or {})}  # `config`: keys set over the profile's (--catch-up)
     masks = Masks(profile, declared=list(declared), known=list(baseline))
     if valid_only and system.refuses is None:
         raise ValueError(f"{system.name} does not tell a refused request apart: --inputs valid does not apply")

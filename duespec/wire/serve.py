@@ -35,7 +35,7 @@ from typing import Callable
 from aiohttp import web
 
 from duespec.impl.schedules import (
-    DEFAULT_RETRY_TIMEOUT, PROFILES, CatchUpTooLong, ScheduleServer, check_config,
+    CATCH_UP_POLICIES, DEFAULT_RETRY_TIMEOUT, PROFILES, CatchUpTooLong, ScheduleServer, check_config,
 )
 from duespec.impl.schedules_sql import StoreError
 from duespec.wire.envelope import (
@@ -73,7 +73,7 @@ class WireServer:
     """One ScheduleServer and the protocol around it, without HTTP (tests call `answer`)."""
 
     def __init__(self, db: str = MEMORY, *, profile: str | None = None, retry_timeout: int | None = None,
-                 server_class: type[ScheduleServer] = ScheduleServer,
+                 catch_up: str | None = None, server_class: type[ScheduleServer] = ScheduleServer,
                  clock: Callable[[], int] | None = None, clock_mode: str = "pinned",
                  tick_ms: int | None = None, unsafe_drop_acquire_lock: bool = False) -> None:
         if clock_mode not in CLOCKS:
@@ -85,7 +85,7 @@ class WireServer:
         self.tick_ms = (tick_ms or DEFAULT_TICK_MS) if clock_mode == "real" else None
         self.unsafe_drop_acquire_lock = unsafe_drop_acquire_lock
         self.lock = threading.Lock()
-        self.server = server_class(db, profile=profile, retry_timeout=retry_timeout)
+        self.server = server_class(db, profile=profile, retry_timeout=retry_timeout, catch_up=catch_up)
         if clock_mode == "pinned":  # a checker's server: it keeps what workers were sent for debug.messages
             self.server.log_messages()
         self.tick_errors = 0
@@ -169,24 +169,25 @@ class WireServer:
         raise WireError(400, f"Unknown operation: {kind}")
 
     def _reset(self, config: dict[str, Json]) -> None:
-        """debug.reset: an empty store; `data` may name a new profile and retry_timeout.
+        """debug.reset: an empty store; `data` may name a new profile, retry_timeout and catch_up.
 
         The whole request is checked first, with the server's own rule for each field, and
         the store is emptied in place in one transaction, never closed: a refused reset
         changes nothing, and a file store stays owned (its lock held) throughout."""
-        unknown = sorted(set(config) - {"profile", "retry_timeout"})
+        unknown = sorted(set(config) - {"profile", "retry_timeout", "catch_up"})
         if unknown:
-            raise WireError(400, f"debug.reset takes profile and retry_timeout, not {', '.join(unknown)}")
+            raise WireError(400, f"debug.reset takes profile, retry_timeout and catch_up, not {', '.join(unknown)}")
         profile = config.get("profile", self.server.profile)
         retry_timeout = config.get("retry_timeout", self.server.retry_timeout)
-        for key, value in (("profile", profile), ("retry_timeout", retry_timeout)):
+        catch_up = config.get("catch_up", self.server.catch_up)
+        for key, value in (("profile", profile), ("retry_timeout", retry_timeout), ("catch_up", catch_up)):
             if key in config and value is None:
                 raise WireError(400, f"debug.reset: {key} must not be null (leave it out to keep the current one)")
         try:
-            check_config(profile, retry_timeout)
+            check_config(profile, retry_timeout, catch_up)
         except ValueError as error:
             raise WireError(400, f"debug.reset: {error}") from None
-        self.server.reset(profile, retry_timeout)
+        self.server.reset(profile, retry_timeout, catch_up)
 
 
 def make_app(wire: WireServer, max_body: int = DEFAULT_MAX_BODY) -> web.Application:
@@ -327,7 +328,12 @@ def main(args: argparse.Namespace) -> int:
     if args.max_body < 1024:
         raise UsageError(f"--max-body must be at least 1024 bytes, got {args.max_body}")
     try:
-        wire = WireServer(args.db, profile=args.profile, retry_timeout=args.retry_timeout, clock_mode=args.clock,
+        check_config(args.profile, None, args.catch_up)
+    except ValueError as error:
+        raise UsageError(f"--catch-up: {error}") from None
+    try:
+        wire = WireServer(args.db, profile=args.profile, retry_timeout=args.retry_timeout, catch_up=args.catch_up,
+                          clock_mode=args.clock,
                           tick_ms=args.tick_ms, unsafe_drop_acquire_lock=args.unsafe_drop_acquire_lock)
     except (ValueError, OSError, sqlite3.Error, StoreError) as error:
         raise UsageError(f"cannot open the store {args.db!r}: {error}") from None
@@ -338,6 +344,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
     clock = f"real clock, ticking every {wire.tick_ms} ms" if args.clock == "real" else "pinned clock"
     print(f"duespec serve schedules: listening on {url_of(sock)} (profile {wire.server.profile}, "
+          f"catch-up {wire.server.catch_up}, "
           f"store {args.db}, {clock}"
           f"{', UNSAFE: task.acquire drops its lock' if args.unsafe_drop_acquire_lock else ''}); "
           f"POST / with Resonate envelopes, Ctrl-C stops", flush=True)
@@ -379,6 +386,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="spec reading (default lean; a store file keeps the one it was made with)")
     parser.add_argument("--retry-timeout", type=int, default=None, metavar="MS",
                         help=f"task retry timeout in ms (default {DEFAULT_RETRY_TIMEOUT})")
+    parser.add_argument("--catch-up", choices=CATCH_UP_POLICIES, default=None, metavar="POLICY",
+                        help="how a timer pass catches up missed cron occurrences: all (default, the "
+                             "spec's), one-per-pass, once-skip, never (spec/schedules.md, 'Catch-up policies'; "
+                             "profiles lean and server)")
     parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help=f"largest request body; larger ones get 413 (default {DEFAULT_MAX_BODY})")
     parser.add_argument("--clock", choices=CLOCKS, default="pinned",

@@ -4,7 +4,11 @@ The Lean recurses once per occurrence; a loop here, so a year of minutely ticks 
 exhaust Python's stack. The `now` handed to promiseCreate is the one reading the spec
 leaves open (X-05): the occurrence's own cronTime under profile `lean`, the real firing
 time under profile `server`. Profile `deployed` (DEP-02, DEP-03) fires only the earliest
-owed occurrence per pass, as the deployed Rust server does."""
+owed occurrence per pass, as the deployed Rust server does.
+
+Under profiles lean and server the config names a catch-up policy (spec/schedules.md, "Catch-up policies"): `all`
+is the loop above, the Lean's; `one-per-pass`, `once-skip` and `never` are the other
+readings servers implement on purpose, each one branch below."""
 
 from __future__ import annotations
 
@@ -28,24 +32,74 @@ DEPLOYED_LINEAGE_TAGS = ("resonate:origin", "resonate:branch", "resonate:parent"
 def catch_up(state: ServerState, now: int, s: Schedule) -> Schedule:
     if state.config.profile == "deployed":
         return deployed_pass(state, now, s)
-    while s.next_run_at <= now:
-        reached("TO-02.occurrence")
+    policy = state.config.catch_up
+    if policy == "one-per-pass":
+        return one_per_pass(state, now, s)
+    if policy == "once-skip":
+        return once_skip(state, now, s)
+    if policy == "never":
+        return never(s)
+    while s.next_run_at <= now:  # all: the Lean's loop
         cron_time = s.next_run_at
-        promise_id = expand(s.promise_id, s.id, cron_time)
-        if state.config.profile == "lean":
-            reached("X-05.lean_now_is_cron_time")
-            create_now = cron_time
-        else:
-            reached("X-05.server_now_is_firing_time")
-            create_now = now
-        promise_create(state, PromiseCreateReq(
-            id=promise_id, timeout_at=cron_time + s.promise_timeout,
-            param=s.promise_param, tags=s.promise_tags), create_now)
+        create_occurrence(state, s, cron_time, now)
         reached("X-01.next_after_cron_time")
         s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, cron_time))
+    return caught_up(s)
+
+
+def create_occurrence(state: ServerState, s: Schedule, cron_time: int, now: int) -> None:
+    """The Lean's promiseCreate of one occurrence, at the `now` of X-05."""
+    reached("TO-02.occurrence")
+    promise_id = expand(s.promise_id, s.id, cron_time)
+    if state.config.profile == "lean":
+        reached("X-05.lean_now_is_cron_time")
+        create_now = cron_time
+    else:
+        reached("X-05.server_now_is_firing_time")
+        create_now = now
+    promise_create(state, PromiseCreateReq(
+        id=promise_id, timeout_at=cron_time + s.promise_timeout,
+        param=s.promise_param, tags=s.promise_tags), create_now)
+
+
+def caught_up(s: Schedule) -> Schedule:
     if s.next_run_at == NEVER:
         reached("X-04.end_of_time")
     reached("TO-02.caught_up")
+    return s
+
+
+def one_per_pass(state: ServerState, now: int, s: Schedule) -> Schedule:
+    """one-per-pass: only the earliest owed occurrence; the next one, due or not, waits for the
+    next timer pass (ENV-01 delivers a schedule's timeout at most once per tick)."""
+    if s.next_run_at <= now:
+        reached("TO-02.one_per_pass")
+        cron_time = s.next_run_at
+        create_occurrence(state, s, cron_time, now)
+        reached("X-01.next_after_cron_time")
+        s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, cron_time))
+        if s.next_run_at <= now:
+            reached("TO-02.still_owed")
+    return caught_up(s)
+
+
+def once_skip(state: ServerState, now: int, s: Schedule) -> Schedule:
+    """once-skip: the occurrence the timer was armed for fires once; every later missed one is
+    skipped, and the next run is computed from the firing time."""
+    if s.next_run_at <= now:
+        reached("TO-02.once_skip")
+        cron_time = s.next_run_at
+        create_occurrence(state, s, cron_time, now)
+        if next_run(s.cron, cron_time) <= now:
+            reached("TO-02.skipped")
+        s = replace(s, last_run_at=cron_time, next_run_at=next_run(s.cron, now))
+    return caught_up(s)
+
+
+def never(s: Schedule) -> Schedule:
+    """never: a schedule is a record that never fires: nothing is created, the schedule
+    stays as it was (its timeout re-armed where it stood)."""
+    reached("TO-02.never")
     return s
 
 

@@ -17,6 +17,10 @@ from typing import Literal, Mapping
 PromiseState = Literal["pending", "resolved", "rejected", "rejected_canceled", "rejected_timedout"]
 TaskState = Literal["pending", "acquired", "suspended", "halted", "fulfilled"]
 Profile = Literal["lean", "server", "deployed"]
+#: How a timer pass catches up a schedule that owes several occurrences (spec/schedules.md
+#: "Catch-up policies"); `all` is the Lean's and the seed's normative reading.
+CatchUp = Literal["all", "one-per-pass", "once-skip", "never"]
+CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("all", "one-per-pass", "once-skip", "never")
 Tags = Mapping[str, str]
 
 #: Lean TaskTimeout.kind: 0 = pending retry, 1 = lease expiration.
@@ -98,6 +102,9 @@ class Config:
     retry_timeout: int = 5000
     #: Which reading of the past-due ambiguity catch-up follows (spec/schedules.md X-05).
     profile: Profile = "lean"
+    #: Which catch-up policy a schedule timeout follows (spec/schedules.md, "Catch-up policies");
+    #: profiles lean and server only (deployed's own is DEP-02).
+    catch_up: CatchUp = "all"
 
 
 @dataclass

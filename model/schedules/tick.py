@@ -2,9 +2,11 @@
 
 The Lean has no dispatcher; docs/operations.md fixes one so two targets can be compared.
 First the promise and schedule timeouts, smallest (timeout, kind, id) first, promise
-before schedule, until none is due; then the task timeouts, smallest (timeout, id, kind)
-first: each one due when that phase starts, once. Promise timeouts go first because a task whose promise is due
-is moot: its timeout settles the promise and fulfils the task (disarming its timeouts),
+before schedule, until none is due, each schedule's at most once a tick (a tick is one
+timer pass: under the catch-up policies one-per-pass and never a fired schedule stays due;
+under all and once-skip it is re-armed after now, so the rule never bites); then the task
+timeouts, smallest (timeout, id, kind) first: each one due when that phase starts, once.
+Promise timeouts go first because a task whose promise is due is moot: its timeout settles the promise and fulfils the task (disarming its timeouts),
 where a retry or a lapsed lease would dispatch work nobody may do any more. Task timeouts
 arm nothing but a retry at now + retry_timeout (> now: the config requires >= 1) and touch
 no other task, so one pass leaves nothing due. Profile `deployed` makes one pass of
@@ -25,11 +27,11 @@ KIND_ORDER = {"promise": 0, "schedule": 1}
 TASK_KIND_NAMES = {RETRY: "retry", LEASE: "lease"}
 
 
-def next_due(state: ServerState, now: int) -> tuple[str, str] | None:
+def next_due(state: ServerState, now: int, fired_schedules: set[str]) -> tuple[str, str] | None:
     due = [(timeout, KIND_ORDER["promise"], id) for id, timeout in state.promise_timeouts.items()
            if timeout <= now]
     due += [(timeout, KIND_ORDER["schedule"], id) for id, timeout in state.schedule_timeouts.items()
-            if timeout <= now]
+            if timeout <= now and id not in fired_schedules]
     if not due:
         return None
     _, kind, id = min(due)
@@ -46,7 +48,8 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
     if state.config.profile == "deployed":
         return deployed_tick(state, now)
     fired = []
-    while (due := next_due(state, now)) is not None:
+    fired_schedules: set[str] = set()
+    while (due := next_due(state, now, fired_schedules)) is not None:
         kind, id = due
         begin_transition(state)
         if kind == "promise":
@@ -55,6 +58,7 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
         else:
             reached("ENV-01.schedule")
             on_schedule_timeout(state, id, now)
+            fired_schedules.add(id)
         fired.append({"kind": kind, "id": id})
     for id, task_kind in due_tasks(state, now):
         begin_transition(state)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
 from duespec.model import schedules as model
 from duespec.model.schedules.clock import MAX_DURATION, MAX_TIME
+from duespec.model.schedules.state import CATCH_UP_POLICIES
 from duespec.targets.interface import Json
 
 if TYPE_CHECKING:
@@ -25,18 +26,33 @@ MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
 
 
 def config_of(config: dict[str, Json]) -> model.Config:
-    """operations.md config: {"profile": "lean" | "server" | "deployed", "retry_timeout": int}."""
-    unknown = set(config) - {"profile", "retry_timeout"}
+    """operations.md config: {"profile": "lean" | "server" | "deployed", "retry_timeout": int,
+    "catch_up": "all" | "one-per-pass" | "once-skip" | "never"}."""
+    unknown = set(config) - {"profile", "retry_timeout", "catch_up"}
     if unknown:
-        raise ValueError(f"schedules config takes profile and retry_timeout, not {sorted(unknown)}")
+        raise ValueError(f"schedules config takes profile, retry_timeout and catch_up, not {sorted(unknown)}")
     profile = config.get("profile", "lean")
     retry_timeout = config.get("retry_timeout", DEFAULT_RETRY_TIMEOUT)
+    catch_up = config.get("catch_up", "all")
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     if type(retry_timeout) is not int or not 1 <= retry_timeout <= MAX_DURATION:
         raise ValueError(f"retry_timeout must be an integer in [1, {MAX_DURATION}] (0 would re-arm a "
                          f"retry due at once, forever), got {retry_timeout!r}")
-    return model.Config(retry_timeout=retry_timeout, profile=profile)
+    problem = catch_up_problem(profile, catch_up)
+    if problem:
+        raise ValueError(problem)
+    return model.Config(retry_timeout=retry_timeout, profile=profile, catch_up=catch_up)
+
+
+def catch_up_problem(profile: object, catch_up: object) -> str | None:
+    """Why a catch-up policy cannot go with a profile (spec/schedules.md, "Catch-up policies"), or None."""
+    if catch_up not in CATCH_UP_POLICIES:
+        return f"catch_up must be one of {', '.join(CATCH_UP_POLICIES)}, got {catch_up!r}"
+    if profile == "deployed" and catch_up != "all":
+        return ("catch_up applies to profiles lean and server: profile deployed fires one occurrence "
+                "per pass, as the deployed server does (DEP-02)")
+    return None
 
 
 class ModelTarget:
@@ -99,6 +115,8 @@ def refuse_long_catch_up(state: model.ServerState, op: str, args: Json, now: Jso
     this is the harness's, documented in README.md ("Limits"); the machine stays far below."""
     if type(now) is not int or not isinstance(args, dict) or now > MAX_TIME:
         return  # the contract answers 400 and fires nothing
+    if state.config.catch_up != "all":
+        return  # every other policy fires at most one occurrence per schedule a step
     if op == "tick":
         owed = [state.schedules[id] for id, due in state.schedule_timeouts.items()
                 if due <= now and id in state.schedules]
@@ -161,7 +179,8 @@ class ImplTarget:
     def open(self, *, named: bool) -> ScheduleServer:
         if not named:
             return self.server_class(self.path)
-        return self.server_class(self.path, profile=self.config.profile, retry_timeout=self.config.retry_timeout)
+        return self.server_class(self.path, profile=self.config.profile, retry_timeout=self.config.retry_timeout,
+                                 catch_up=self.config.catch_up)
 
     def step(self, op: str, args: dict[str, Json], now: int) -> dict[str, Json]:
         assert self.server is not None, "reset() first"

@@ -79,6 +79,7 @@ class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
     def __init__(self) -> None:
         super().__init__()
         self.profile = self.config.get("profile", "lean")
+        self.catch_up = self.config.get("catch_up", "all")
         self.now = EPOCH_2025
         self.deleted: list[str] = []
         self.state = self.oracle_state()
@@ -96,7 +97,8 @@ class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
                 reached(f"SR-01.{feature}")
         step = self.latest_step
         for prop in () if self.latest_step_taken_back else spec.TRANSITION_PROPERTIES:
-            if not prop(before, step, after, self.profile):
+            policy = {"catch_up": self.catch_up} if prop in spec.CATCH_UP_PROPERTIES else {}
+            if not prop(before, step, after, self.profile, **policy):
                 raise AssertionError(
                     f"{prop.__name__} broken: {(prop.__doc__ or '').splitlines()[0]}\n"
                     f"  step {step['op']} {step['args']} at now={self.now}: "
