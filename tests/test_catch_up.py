@@ -269,6 +269,7 @@ def test_resonate_pg_catches_up_all(postgres, monkeypatch: pytest.MonkeyPatch,
 TS_SDK = ROOT / "examples" / "ts-sdk-local"
 
 
+@pytest.mark.long  # needs npm's registry (`make ts-sdk-local`), which CI's machine is not promised
 def test_the_typescript_sdk_local_server_catches_up_one_per_pass() -> None:
     """@resonatehq/sdk 0.11.5's in-memory Server (src/network/local.ts) behind
     examples/ts-sdk-local/server.mjs: its debug.tick fires each due schedule once."""
