@@ -37,6 +37,8 @@ MAX_COPY_BYTES = 256 * 2**20
 #: How much of a file is read to tell what it is: a first line longer than this is no history
 #: line the suite writes (a header or one call).
 _SNIFF_BYTES = 1 << 20
+#: (copy, test) pairs this process has indexed already.
+_indexed: set[tuple[str, str]] = set()
 
 
 def history_format(path: Path) -> str | None:
@@ -87,7 +89,9 @@ def capture(path: Path, audit_dir: Path, origin: str, via: str) -> str | None:
         partial.write_bytes(data)
         os.replace(partial, target)  # two workers copying one history both write the same bytes
     entry["file"] = name
-    _index(audit_dir, entry)
+    if (name, origin) not in _indexed:  # a history a test's writer closed is found again in its tmp_path
+        _indexed.add((name, origin))
+        _index(audit_dir, entry)
     return name
 
 
@@ -151,8 +155,12 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The session's temporary root once more: what fixtures of a wider scope wrote there."""
+    """The session's temporary root once more: what fixtures of a wider scope wrote there.
+    Under xdist each worker searches its own root, so the controller, whose root holds
+    theirs, has nothing of its own to add."""
     audit_dir = session.config.stash.get(_AUDIT_DIR, None)
+    if getattr(session.config.option, "numprocesses", None) and not hasattr(session.config, "workerinput"):
+        return
     factory = getattr(session.config, "_tmp_path_factory", None)
     basetemp = getattr(factory, "_basetemp", None)
     if audit_dir is not None and basetemp is not None and Path(basetemp).is_dir():
