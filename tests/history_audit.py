@@ -11,7 +11,8 @@ test's process (HistoryWriter, ResonateValidWriter: copied when the writer close
 a test later cuts short or deletes is still kept as written); by a `duespec` subprocess or by
 hand into a test's tmp_path (the test's temporary folder is searched as it ends, before
 pytest's teardown can remove it); and into a folder of a wider scope (the session's temporary
-root is searched once more at the end). A file is a history when its first line is a duespec
+root is searched once more at the end). A history a test checks in memory without writing it
+(generated, or planted) is written out as it is handed to check_history. A file is a history when its first line is a duespec
 history header or a valid/ trace line; traces and everything else are passed over. Each copy
 is named by its content's hash, so the same history written twice is checked once, and every
 capture appends one line to an index (one per xdist worker, so workers never share a file)
@@ -80,8 +81,25 @@ def capture(path: Path, audit_dir: Path, origin: str, via: str) -> str | None:
         entry.update(file=None, not_copied=f"{info.st_size:,} bytes, over the {MAX_COPY_BYTES:,}-byte copy limit")
         _index(audit_dir, entry)
         return None
-    data = path.read_bytes()
-    name = hashlib.sha256(data).hexdigest()[:20] + (".ndjson" if fmt == "duespec" else ".history")
+    return _store(path.read_bytes(), audit_dir, entry)
+
+
+def capture_checked(history: Any, audit_dir: Path, origin: str) -> str | None:
+    """A history a test checks without writing it (made by duespec.histories.generate, or
+    planted in memory), written out as duespec's writer would write it."""
+    entry: dict[str, Any] = {"origin": origin, "source": None, "via": "check_history", "format": "duespec"}
+    try:
+        lines = [history.header.to_json(), *(event.to_json() for event in history.events)]
+        data = "".join(json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n" for line in lines).encode()
+    except (TypeError, ValueError, AttributeError) as error:  # not a History of JSON values: said, not dropped
+        entry.update(file=None, not_copied=f"not writable as a history: {error}")
+        _index(audit_dir, entry)
+        return None
+    return _store(data, audit_dir, entry)
+
+
+def _store(data: bytes, audit_dir: Path, entry: dict[str, Any]) -> str:
+    name = hashlib.sha256(data).hexdigest()[:20] + (".ndjson" if entry["format"] == "duespec" else ".history")
     target = audit_dir / "histories" / name
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -89,8 +107,8 @@ def capture(path: Path, audit_dir: Path, origin: str, via: str) -> str | None:
         partial.write_bytes(data)
         os.replace(partial, target)  # two workers copying one history both write the same bytes
     entry["file"] = name
-    if (name, origin) not in _indexed:  # a history a test's writer closed is found again in its tmp_path
-        _indexed.add((name, origin))
+    if (name, entry["origin"]) not in _indexed:  # a history a test's writer closed is found again in its tmp_path
+        _indexed.add((name, entry["origin"]))
         _index(audit_dir, entry)
     return name
 
@@ -136,6 +154,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
     for writer_class in (HistoryWriter, ResonateValidWriter):
         _wrap_close(writer_class, audit_dir)
+    _wrap_check_history(audit_dir)
+
+
+def _wrap_check_history(audit_dir: Path) -> None:
+    """Every history the suite checks, before it is checked. Test modules import the
+    function when they are collected, after this has run, so they import the wrapper."""
+    from duespec.histories import linearize
+
+    check = linearize.check_history
+
+    def capture_and_check(history: Any, *args: Any, **kwargs: Any) -> Any:
+        capture_checked(history, audit_dir, _current_test())
+        return check(history, *args, **kwargs)
+
+    linearize.check_history = capture_and_check
 
 
 _AUDIT_DIR = pytest.StashKey[Path]()

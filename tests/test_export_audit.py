@@ -5,7 +5,7 @@ linearize` verdict with its valid/ export's. These tests show the audit can fail
 exporter that drops a call is caught and named; a real history passes; what the format
 cannot express is listed with the export's reason; a difference is put down to the format's
 limit only when leaving out the internal steps alone makes it; and the capture finds
-histories however the suite writes them, under xdist too.
+histories however the suite writes them (or checks them without writing), under xdist too.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_a_real_history_passes(tmp_path: Path) -> None:
     code, out = run_audit(audit_dir)
     assert code == 0, out
     assert out.startswith("SAME ") and "written exit 0 (linearizable), exported exit 0 (linearizable)" in out, out
-    assert "1 internal steps left out" in out and "1 histories captured, 1 compared: 1 same" in out, out
+    assert "1 internal steps left out" in out and "1 histories captured, 1 compared: 1 same (0 of" in out, out
 
 
 def test_an_exporter_that_drops_a_call_is_caught_and_the_history_named(tmp_path: Path,
@@ -107,6 +107,66 @@ def test_a_difference_is_the_formats_limit_only_when_leaving_out_the_ticks_alone
     assert "holds no internal steps" in out and code == 0, out
 
 
+def test_a_tick_that_alone_carried_the_clock_to_a_firing_is_the_formats_limit(tmp_path: Path) -> None:
+    """A read pinned before the tick arrives after it and sees the timer it fired (stress
+    pins requests from one shared clock, so this happens): linearizable as written. Exported,
+    the tick and its instant are gone, no call is pinned at or past the timeout, and the
+    firing the read shows could not have happened: not linearizable, and so is the written
+    history without its tick. The format's limit, with the tick's instant said."""
+    timer = {"resonate:timer": "true"}
+    model = get_system("schedules").model()
+    model.reset(CONFIG)
+    script = [("promise.create", {"id": "a", "timeoutAt": START_MS + 500, "param": VALUE, "tags": timer}, 0),
+              ("tick", {}, 1000),
+              ("promise.get", {"id": "a"}, 100)]
+    events = [Event(f"c{n}", op, args, (2 * n) * NS, (2 * n + 1) * NS, START_MS, START_MS, "ok",
+                    model.step(op, args, START_MS + at), START_MS + at) for n, (op, args, at) in enumerate(script)]
+    assert events[2].response["promise"]["state"] == "resolved"
+    code, out = run_audit(captured(tmp_path, "clock.ndjson", events))
+    assert out.startswith("LIMIT ") and code == 0, out
+    assert ("written exit 0 (linearizable), exported exit 1 (not linearizable), written without internal steps "
+            f"exit 1 (not linearizable); a tick pinned the server's clock at {START_MS + 1000}") in out, out
+
+
+def test_the_same_tick_without_the_clock_it_carried_is_a_mismatch(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An export judged not linearizable where the written history is, though calls are
+    pinned past every tick, is no limit of the format but a wrong search, and fails the
+    audit. (Planted: the verdict on what the valid/ format holds is made to differ.)"""
+    real_verdict = export_audit.verdict_of
+
+    def export_judged_not_linearizable(history, source, budget):  # type: ignore[no-untyped-def]
+        verdict = real_verdict(history, source, budget)
+        if history.header.meta.get("source_format") == "resonate-valid":
+            return {**verdict, "exit_code": 1, "status": "not linearizable"}
+        return verdict
+
+    monkeypatch.setattr(export_audit, "verdict_of", export_judged_not_linearizable)
+    code, out = run_audit(captured(tmp_path, "late.ndjson", events_with_a_tick()))
+    assert out.startswith("MISMATCH ") and code == 1, out
+
+
+def test_one_side_running_out_of_budget_fails_and_both_alike_is_the_same_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_verdict = export_audit.verdict_of
+    sides = {"resonate-valid"}
+
+    def runs_out(history, source, budget):  # type: ignore[no-untyped-def]
+        verdict = real_verdict(history, source, budget)
+        if history.header.meta.get("source_format", "duespec") in sides:
+            return {**verdict, "exit_code": 3, "status": "unknown"}
+        return verdict
+
+    monkeypatch.setattr(export_audit, "verdict_of", runs_out)
+    audit_dir = captured(tmp_path, "h.ndjson", events_with_a_tick())
+    code, out = run_audit(audit_dir)
+    assert out.startswith("UNDECIDED ") and code == 1 and "FAILED: UNDECIDED" in out, out
+    sides.add("duespec")
+    code, out = run_audit(audit_dir)
+    assert out.startswith("SAME ") and "both searches ran out of budget alike" in out, out
+    assert "1 same (1 of them unknown on both sides)" in out and code == 0, out
+
+
 def test_what_the_format_cannot_express_is_listed_with_the_exports_reason(tmp_path: Path) -> None:
     real = generate(seed=1, ops=6, clock="real")
     audit_dir = captured(tmp_path, "real-clock.ndjson", real.events, real.header)
@@ -123,7 +183,7 @@ def test_a_history_the_reader_refuses_is_listed_as_unreadable(tmp_path: Path) ->
     assert capture(path, audit_dir, "planted::bad", "test") is not None
     code, out = run_audit(audit_dir)
     assert code == 0 and "UNREADABLE" in out and "missing op, args" in out, out
-    assert "1 compared: 1 same" in out and "1 unreadable as written" in out, out
+    assert "1 compared: 1 same (0 of" in out and "1 unreadable as written" in out, out
 
 
 def test_an_audit_folder_without_a_capture_is_refused(tmp_path: Path) -> None:
@@ -146,6 +206,11 @@ def test_by_hand_into_tmp_path(tmp_path):
     (tmp_path / "by-hand.txt").write_text(json.dumps({**HEADER.to_json(), "meta": {"by": "hand"}}) + "\\n")
     (tmp_path / "trace.ndjson").write_text(json.dumps({"duespec_trace": 1}) + "\\n")
 
+def test_in_memory():
+    from duespec.histories.generate import generate
+    from duespec.histories.linearize import check_history
+    assert check_history(generate(seed=1, ops=6)).status == "linearizable"
+
 def test_by_a_duespec_process(tmp_path):
     subprocess.run([sys.executable, "-m", "duespec", "stress", "schedules", "--target", "serve", "--clients", "2",
                     "--ops", "6", "-o", str(tmp_path / "stress.ndjson")], check=True, capture_output=True)
@@ -165,13 +230,14 @@ def test_the_capture_finds_every_history_however_it_was_written_under_xdist(tmp_
     indexes = sorted(audit_dir.glob("index-*.jsonl"))
     assert [index.name for index in indexes] == ["index-gw0.jsonl"]
     entries = [json.loads(line) for line in indexes[0].read_text().splitlines()]
-    found = {(entry["origin"].split("::")[-1], Path(entry["source"]).name, entry["via"]) for entry in entries}
+    found = {(entry["origin"].split("::")[-1], Path(str(entry["source"])).name, entry["via"]) for entry in entries}
     assert ("test_through_the_writer_into_a_folder_gone_before_teardown", "gone.ndjson",
             "HistoryWriter.close") in found, found
     assert ("test_by_hand_into_tmp_path", "by-hand.txt", "tmp_path") in found, found
     assert ("test_by_a_duespec_process", "stress.ndjson", "tmp_path") in found, found
+    assert ("test_in_memory", "None", "check_history") in found, found
     assert not any(name == "trace.ndjson" for _, name, _ in found), found
-    assert len(list((audit_dir / "histories").iterdir())) == 3
+    assert len(list((audit_dir / "histories").iterdir())) == 4
 
 
 @pytest.mark.parametrize("events", [[], events_with_a_tick()[2:3]], ids=["no events", "only a tick"])

@@ -10,15 +10,18 @@ naming the history, when any differs.
 
 What each history comes to (docs/linearize.md, "The export audit"):
 - SAME: both verdicts agree (exit code and the search's status).
-- LIMIT: the written history is not linearizable and its export is, and the written history
-  with only its internal steps left out (ticks: the valid/ format holds none, its checkers
-  place timeout firings themselves) is judged as the export: the difference is the format's,
-  shown, not assumed. Any other difference is a MISMATCH.
+- LIMIT: the written history with only its internal steps left out (ticks: the valid/ format
+  holds none, its checkers place timeout firings themselves) is judged as the export, and
+  either the written history is not linearizable and its export is (a tick's own answer is
+  no longer checked), or the reverse with a tick pinned past every call's `now` (the clock
+  it carried is gone with it): the difference is the format's, shown, not assumed. Any
+  other difference is a MISMATCH.
 - NOT EXPRESSIBLE: the export refuses the history (a duebook history, a real-clock one); the
   export's own reason is printed.
 - UNREADABLE: the reader refuses the file as written (the suite writes malformed histories
   on purpose, to test the reader); the reader's reason is printed.
-- UNDECIDED: a search ran out of budget on either side, so nothing was compared; fails.
+- UNDECIDED: one side's search decided and the other's ran out of budget, so nothing was
+  compared; fails. (Both running out alike is the same verdict, said as such.)
 The valid/ format carries no server config, so the export is read back under the written
 history's config (what `--profile` gives a user).
 
@@ -49,7 +52,6 @@ from duespec.histories.resonate_valid import EXTERNAL_OPS, FORMAT, read_any_hist
 EXIT_SAME, EXIT_DIFFERS, EXIT_USAGE = 0, 1, 2
 #: Outcomes that fail the audit.
 FAILING = ("MISMATCH", "UNDECIDED", "ERROR")
-UNKNOWN_EXIT = 3
 
 
 @dataclasses.dataclass
@@ -129,21 +131,43 @@ def audit_one(path: Path, origins: list[str], budget: float, scratch: Path) -> O
     outcome.exported = verdict_of(back, str(exported_path), budget)
     if internal:
         outcome.reason = f"{internal} internal steps left out by the export"
-    if UNKNOWN_EXIT in (outcome.native["exit_code"], outcome.exported["exit_code"]):
-        outcome.kind = "UNDECIDED"
-        outcome.reason = "a search ran out of budget (try --budget); nothing compared"
-        return outcome
     if same(outcome.native, outcome.exported):
+        if outcome.native["status"] == "unknown":
+            outcome.reason = "both searches ran out of budget alike"
+        return outcome
+    if "unknown" in (outcome.native["status"], outcome.exported["status"]):
+        outcome.kind = "UNDECIDED"
+        outcome.reason = "one search decided and the other ran out of budget (try --budget)"
+        outcome.without_internal_steps = verdict_of(without_internal_steps(native), str(path), budget)
         return outcome
     outcome.without_internal_steps = verdict_of(without_internal_steps(native), str(path), budget)
-    explained = same(outcome.without_internal_steps, outcome.exported)
-    if explained and outcome.native["status"] == "not linearizable" and outcome.exported["status"] == "linearizable":
-        outcome.kind = "LIMIT"
-        outcome.reason = ("the valid/ format holds no internal steps: its checkers place timeout firings where "
-                          "they may, so what the written history's ticks fired, and when, is not checked")
-    else:
-        outcome.kind = "MISMATCH"
+    limit = format_limit(native, outcome.native, outcome.exported, outcome.without_internal_steps)
+    outcome.kind, outcome.reason = ("LIMIT", limit) if limit else ("MISMATCH", outcome.reason)
     return outcome
+
+
+def format_limit(native: History, written: dict[str, Any], exported: dict[str, Any],
+                 without: dict[str, Any]) -> str | None:
+    """Why the two verdicts may differ by the valid/ format's design, or None when they may not.
+
+    Only when the written history with its internal steps left out (and nothing else
+    changed) gets the export's verdict is the difference the format's; then it is one of two:
+    a tick's own answer was wrong (not checked once the tick is gone), or a tick carried the
+    server's clock past every call's pinned `now` (gone with it, so a firing the calls show
+    seems to come before the clock could reach it)."""
+    if not same(without, exported):
+        return None
+    if written["status"] == "not linearizable" and exported["status"] == "linearizable":
+        return ("the valid/ format holds no internal steps: its checkers place timeout firings where they may, "
+                "so what the written history's ticks fired, and when, is not checked")
+    pinned = [event.now for event in native.events if event.op in EXTERNAL_OPS and event.now is not None]
+    ticked = [event.now for event in native.events if event.op not in EXTERNAL_OPS and event.now is not None]
+    if (written["status"] == "linearizable" and exported["status"] == "not linearizable" and ticked
+            and max(ticked) > max(pinned, default=-1)):
+        return (f"a tick pinned the server's clock at {max(ticked)}, past every call's `now` (at most "
+                f"{max(pinned, default=0)}); the valid/ format leaves the tick and its instant out, so a firing "
+                f"the calls show comes before any call could have moved the clock there")
+    return None
 
 
 def read_index(audit_dir: Path) -> tuple[dict[str, list[str]], list[dict[str, Any]]]:
@@ -179,10 +203,13 @@ def audit(audit_dir: Path, budget: float, out=sys.stdout) -> int:
             outcomes.append(outcome)
             print(outcome.line(), file=out, flush=True)
     for entry in not_copied:
-        print(f"{'NOT COPIED':<15} {entry['source']}  {entry['origin']}: {entry['not_copied']}", file=out)
+        print(f"{'NOT COPIED':<15} {entry['source'] or entry['via']}  {entry['origin']}: {entry['not_copied']}",
+              file=out)
     kinds = Counter(outcome.kind for outcome in outcomes)
     compared = kinds["SAME"] + kinds["LIMIT"] + kinds["MISMATCH"]
-    print(f"export audit: {len(outcomes):,} histories captured, {compared:,} compared: {kinds['SAME']:,} same, "
+    alike_unknown = sum(1 for outcome in outcomes if outcome.kind == "SAME" and outcome.native["status"] == "unknown")
+    print(f"export audit: {len(outcomes):,} histories captured, {compared:,} compared: {kinds['SAME']:,} same "
+          f"({alike_unknown:,} of them unknown on both sides), "
           f"{kinds['LIMIT']:,} differing only by the format's limit, {kinds['MISMATCH']:,} mismatched; "
           f"{kinds['NOT EXPRESSIBLE']:,} not expressible in {FORMAT}, {kinds['UNREADABLE']:,} unreadable as "
           f"written, {kinds['UNDECIDED']:,} undecided, {kinds['ERROR']:,} errors, {len(not_copied):,} not copied",
