@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # one "not run" line at the end, and fails the run only under CI=true.
 SERVICES := $(BIN)/python tools/services.py run --
 
-.PHONY: install test test-long check mutation-floor stress-resonate-pg resonate-pg ts-sdk-local pg-variants pg-mutation bench crash-test clean
+.PHONY: install test test-long check export-audit mutation-floor stress-resonate-pg resonate-pg ts-sdk-local pg-variants pg-mutation bench crash-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,17 @@ test-long: $(STAMP)
 check: $(STAMP) mutation-floor
 	$(BIN)/duespec suite
 	$(MAKE) test-long
+	$(MAKE) export-audit
 	$(MAKE) pg-mutation
+
+# Every history make test's suite writes, copied as it is written (tests/history_audit.py),
+# keeps its duespec linearize verdict when exported to the Resonate valid/ format and read
+# back (tools/export_audit.py; docs/linearize.md, "The export audit"). Issue 41.
+AUDIT_DIR := $(CURDIR)/.duespec/export-audit
+export-audit: $(STAMP)
+	rm -rf $(AUDIT_DIR)
+	DUESPEC_HISTORY_AUDIT=$(AUDIT_DIR) $(SERVICES) $(BIN)/python -m pytest -q -n 2 -m "not long and not variants" -p tests.history_audit
+	$(BIN)/python tools/export_audit.py $(AUDIT_DIR)
 
 # duespec stress against resonate-pg on a real PostgreSQL (CI runs it). Exit 2, "NOT CHECKED",
 # without PostgreSQL or resonate.sql: see tools/stress_resonate_pg.py.

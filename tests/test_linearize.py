@@ -564,6 +564,30 @@ def test_unknown_settles_that_change_nothing_do_not_multiply_the_search() -> Non
     assert verdict.status == "not linearizable", describe(verdict)
 
 
+def test_unknown_settles_in_a_valid_file_do_not_multiply_the_search_either(tmp_path: Path) -> None:
+    """The same 40 unknown settles exported to the valid/ format, whose ticks the search
+    places: each settle's `now` once moved the search's clock, so configurations that
+    placed different settles never met in the memo, and the search ran out of budget where
+    the duespec history decides at once (found by make export-audit)."""
+    model = get_system("schedules").model()
+    model.reset(CONFIG)
+    create_args = {"id": "x", "timeoutAt": T + 10 * MINUTE, "param": VALUE, "tags": {}}
+    events = [Event("a", "promise.create", create_args, T * NS, (T + 2) * NS, T, T + 2, "ok",
+                    model.step("promise.create", create_args, T), T)]
+    for n in range(40):
+        at = T + 50 + n
+        args = {"id": "x", "state": ("resolved", "rejected")[n % 2], "value": {"headers": {}, "data": str(n)}}
+        if n == 37:
+            model.step("promise.settle", args, at)
+        events.append(Event(f"s{n}", "promise.settle", args, at * NS, (at + 1) * NS, at, at + 1, "unknown", None, at))
+    events.append(Event("r", "promise.get", {"id": "x"}, (T + 200) * NS, (T + 201) * NS, T + 200, T + 201, "ok",
+                        model.step("promise.get", {"id": "x"}, T + 200), T + 200))
+    events.sort(key=lambda e: (e.return_ns, e.call_ns))
+    valid = exported(History(HistoryHeader("schedules", "pinned", CONFIG), events), tmp_path / "settles.history")
+    verdict = check_history(valid, budget=20, shrink=False)
+    assert verdict.status == "linearizable" and verdict.states < 10_000, describe(verdict)
+
+
 # ---- the server's own timeouts, placed by the search under the pinned clock -------------------
 
 def exported(history: History, path: Path) -> History:

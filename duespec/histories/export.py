@@ -76,6 +76,12 @@ def export_lines(path: str) -> tuple[list[str], int]:
             internal += 1
             continue
         lines.append(json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n")
+    if not lines:
+        # The format has no header: a file of no calls is no trace, and reading it back is
+        # refused, so writing one would turn a verdict into a malformed input.
+        raise HistoryError(path, None, f"no call to write ({len(events):,} events, {internal:,} of them internal "
+                                       f"steps): the Resonate format has no header, so a file without calls is "
+                                       f"not a trace of it")
     return lines, internal
 
 

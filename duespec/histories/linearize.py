@@ -309,6 +309,9 @@ class _Search:
             # The server's clock is what any request pinned, this part's or another's: the
             # whole history's calls by invocation, with the latest `now` invoked so far.
             self.invoked_ns, self.clock_reached = _pinned_clock(among or self.events)
+            unknown = sorted((e.call_ns, e.now) for e in self.events if e.outcome != "ok" and type(e.now) is int)
+            self.unknown_invoked_ns = [call_ns for call_ns, _ in unknown]
+            self.unknown_nows = [now for _, now in unknown]
         n = len(self.events)
         self.call_ns = [e.call_ns for e in self.events]
         self.ret_ns = [e.return_ns if e.outcome == "ok" else _INF for e in self.events]
@@ -527,9 +530,13 @@ class _Search:
             return
         instants = {self.events[i].now for i in window}
         instants.add(int(latest))
-        invoked = bisect.bisect_left(self.invoked_ns, max(self.ret_ns[i] for i in window)) if window else 0
+        last_return = max(self.ret_ns[i] for i in window) if window else None
+        invoked = bisect.bisect_left(self.invoked_ns, last_return) if window else 0
         if invoked:
             instants.add(self.clock_reached[invoked - 1])
+            # Each unknown outcome of the part invoked by then may have reached the server,
+            # its `now` with it (the search's clock leaves them out: see run).
+            instants.update(self.unknown_nows[:bisect.bisect_left(self.unknown_invoked_ns, last_return)])
         if max(instants) < due:
             return
         yield None, int(due)
@@ -615,8 +622,13 @@ class _Search:
                     lo, extra = self.place(lo, extra, i)
             if self.clock == "real":
                 new_clock = now
-            elif self.background:  # the latest `now` of the calls placed: when a tick may come
-                new_clock = clock if i is None or now <= clock else now
+            elif self.background:
+                # The latest `now` of the calls of known outcome placed: when a tick may come.
+                # An unknown outcome's `now` is offered to ticks by its invocation instead
+                # (background_steps), so that configurations differing only in which unknown
+                # outcomes were placed meet in the memo (40 unknown settles at 40 instants
+                # would otherwise make 2^40 of them).
+                new_clock = clock if i is None or now <= clock or is_unknown[i] else now
             else:  # pinned, every tick recorded: the clock plays no part
                 new_clock = clock
             memo = (lo, extra, new_key, new_clock)
