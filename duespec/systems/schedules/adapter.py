@@ -5,8 +5,6 @@ the implementation's store reopened as a restarted server would reopen it."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import TYPE_CHECKING
 
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
@@ -137,6 +135,8 @@ class ImplTarget:
         self.close()
         self.config, self.steps = config_of(config), 0
         if self.config.profile == "server":
+            import tempfile  # the server profile's store only: the model's path never needs it
+
             self.scratch = tempfile.mkdtemp(prefix="duespec-store-", dir=STORE_DIR)
             self.path = os.path.join(self.scratch, "store.db")
         try:
@@ -182,5 +182,7 @@ class ImplTarget:
             self.server.close()
             self.server = None
         if self.scratch is not None:
+            import shutil
+
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch, self.path = None, ":memory:"
