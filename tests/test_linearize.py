@@ -854,3 +854,27 @@ def test_the_html_tables_headers_never_wrap() -> None:
     history, _ = scripted(0, phases, mutate)
     text = render_html(check_history(history))
     assert re.search(r"th\{[^}]*white-space:nowrap", text)
+
+
+def test_a_fork_of_the_model_moves_on_alone() -> None:
+    """The search steps forks and keeps their parents (in its memo and its stack): a
+    fork shares no collection with its parent, so stepping it leaves the parent's state
+    as it was, through every kind of entry (promises, tasks and their timeouts)."""
+    from duespec.systems.schedules.adapter import ModelTarget
+    from duespec.systems.schedules.concurrency import fork_model
+
+    parent = ModelTarget()
+    parent.reset(CONFIG)
+    history = generate(seed=5, clients=2, ops=30, keys=2)
+    for event in history.events[:10]:
+        parent.step(event.op, event.args, event.now)
+    before = json.dumps(parent.observe(), sort_keys=True)
+    fork = fork_model(parent)
+    for name, value in vars(parent.state).items():
+        if isinstance(value, (dict, list)):
+            assert getattr(fork.state, name) is not value, name
+    for event in history.events[10:]:
+        fork.step(event.op, event.args, event.now)
+    parent.observed = None
+    assert json.dumps(parent.observe(), sort_keys=True) == before
+    assert json.dumps(fork.observe(), sort_keys=True) != before

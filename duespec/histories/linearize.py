@@ -765,9 +765,11 @@ def projected_calls(events: list[Event], hooks: Concurrency, clock: str) -> set[
     without reading): a recorded tick stays in one part with all."""
     if hooks.project is None or hooks.touched is None:
         return set()
+    # `touched` first: it says None at once for any call but a tick or a search, and this
+    # runs over the whole history for every part.
     return {i for i, e in enumerate(events)
-            if e.outcome == "ok" and hooks.keys(e.op, e.args) is None
-            and (touched := hooks.touched(e.op, e.response)) is not None and (clock == "pinned" or not touched)}
+            if e.outcome == "ok" and (touched := hooks.touched(e.op, e.response)) is not None
+            and (clock == "pinned" or not touched) and hooks.keys(e.op, e.args) is None}
 
 
 def part_keys(events: list[Event], hooks: Concurrency, projected: set[int],

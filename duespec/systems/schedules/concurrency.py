@@ -18,15 +18,30 @@ def fork_model(target: ModelTarget) -> ModelTarget:
     s = target.state
     # Built without the dataclasses' __init__: a search forks at every step it tries.
     state = object.__new__(model.ServerState)
+    fields = state.__dict__
+    fields.update(s.__dict__)
     # Every collection copied, whatever fields the state grows; `sent` is a log of what was
     # dispatched (never read by a handler), so a fork starts a log of its own.
-    state.__dict__.update({name: value.copy() if isinstance(value, (dict, list)) else value
-                           for name, value in s.__dict__.items()})
+    for name in _collections(s):
+        fields[name] = fields[name].copy()
     state.sent = []
     copy = object.__new__(ModelTarget)
     copy.__dict__.update(target.__dict__)
     copy.state = state
     return copy
+
+
+#: The state's fields that hold a collection (a dict or list), found on the first state forked.
+_COLLECTIONS: list[tuple[str, ...]] = []
+
+
+def _collections(state: model.ServerState) -> tuple[str, ...]:
+    """The names of the state's collection fields. Every state has the same (each is made by
+    its dataclass default factory and only ever replaced by another of its kind), so they
+    are found once rather than tested at every fork."""
+    if not _COLLECTIONS:
+        _COLLECTIONS.append(tuple(name for name, value in state.__dict__.items() if isinstance(value, (dict, list))))
+    return _COLLECTIONS[0]
 
 
 class StateKey:
@@ -118,7 +133,7 @@ def concurrent_keys(op: str, args: Json) -> frozenset[str] | None:
         return None
     if not all(type(id) is str for id in ids):
         return None
-    return frozenset("p:" + id for id in ids)
+    return frozenset(["p:" + id for id in ids])  # a list: a generator costs more than the set
 
 
 def concurrent_links(calls: list[tuple[str, Json]], extra: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
