@@ -878,3 +878,30 @@ def test_a_fork_of_the_model_moves_on_alone() -> None:
     parent.observed = None
     assert json.dumps(parent.observe(), sort_keys=True) == before
     assert json.dumps(fork.observe(), sort_keys=True) != before
+
+
+def test_a_broken_capture_gives_the_same_witness_whichever_reader_parses_it(tmp_path: Path, monkeypatch) -> None:
+    """A capture's lines carry 19-digit nanosecond instants, which orjson reads (the fast
+    path, duespec.limits.orjson_exact); a read that saw a value no call wrote is still
+    NOT LINEARIZABLE, with the same shrunk counterexample as the same file read by json."""
+    from duespec import limits
+    from duespec.histories.resonate_valid import read_any_history
+
+    history = generate(seed=7, clients=4, ops=60, keys=1, with_schedules=False)
+    events = list(history.events)
+    last = max(i for i, e in enumerate(events) if e.op == "promise.get" and e.response.get("status") == 200)
+    wrong = copy.deepcopy(events[last].response)
+    wrong["promise"]["value"]["data"] = "never written"
+    events[last] = Event(**{**events[last].__dict__, "response": wrong, "wire": None})
+    path = tmp_path / "broken.history"
+    exported(History(history.header, events), path)
+    assert events[0].call_ns >= 10**18, "the instants are nanoseconds since the epoch: 19 digits"
+    assert limits.orjson_exact(path.read_bytes().splitlines()[0].translate(limits.ORJSON_SHAPE))
+    fast = check_history(read_any_history(path), budget=60)
+    monkeypatch.setattr(limits, "orjson_exact", lambda shape: False)
+    slow = check_history(read_any_history(path), budget=60)
+    assert fast.status == slow.status == "not linearizable", describe(fast)
+    assert fast.counterexample is not None and slow.counterexample is not None
+    assert fast.counterexample.original == slow.counterexample.original
+    assert fast.counterexample.violation == slow.counterexample.violation
+    assert [e.to_json() for e in fast.counterexample.events] == [e.to_json() for e in slow.counterexample.events]

@@ -296,7 +296,7 @@ class _Search:
     def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
                  clock: str, max_timer_lag: int, budget: _Budget, max_memory: float = _INF,
                  background: bool = False, among: list[Event] | None = None):
-        order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
+        order = sorted(range(len(events)), key=[e.call_ns for e in events].__getitem__)  # stable: ties in order
         self.events = [events[i] for i in order]
         self.indices = [indices[i] for i in order]
         self.system, self.config, self.clock, self.lag, self.budget = system, config, clock, max_timer_lag, budget

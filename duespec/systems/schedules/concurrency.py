@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from operator import attrgetter
 
 from duespec.model import schedules as model
 from duespec.systems.concurrent import Concurrency, template_pattern
@@ -44,6 +45,13 @@ def _collections(state: model.ServerState) -> tuple[str, ...]:
     return _COLLECTIONS[0]
 
 
+#: The fields of an entry that the ops move, as StateKey hashes them (read in C: a key is
+#: made at every step of a search).
+_PROMISE_MOVES = attrgetter("id", "state", "settled_at", "timeout_at", "callbacks", "listeners")
+_TASK_MOVES = attrgetter("id", "state", "version", "pid", "ttl", "resumes")
+_SCHEDULE_MOVES = attrgetter("id", "next_run_at", "last_run_at")
+
+
 class StateKey:
     """A schedules state as a memo key: its collections, compared as they are.
 
@@ -62,10 +70,8 @@ class StateKey:
         # The entries hashed as tuples of their hashable fields: the dataclasses' own
         # hash would reach their dict fields (tags, values), which cannot be hashed.
         self._hash = hash((
-            frozenset([(p.id, p.state, p.settled_at, p.timeout_at, p.callbacks, p.listeners)
-                       for p in s.promises.values()]),
-            frozenset([(t.id, t.state, t.version, t.pid, t.ttl, t.resumes) for t in s.tasks.values()]),
-            frozenset([(c.id, c.next_run_at, c.last_run_at) for c in s.schedules.values()]),
+            frozenset(map(_PROMISE_MOVES, s.promises.values())), frozenset(map(_TASK_MOVES, s.tasks.values())),
+            frozenset(map(_SCHEDULE_MOVES, s.schedules.values())),
             frozenset(s.promise_timeouts.items()), frozenset(s.task_timeouts.items()),
             frozenset(s.schedule_timeouts.items()), frozenset(s.outbox)))
 
