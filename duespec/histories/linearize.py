@@ -59,8 +59,6 @@ with everything.
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import itertools
 import sys
 import time
@@ -69,7 +67,7 @@ from typing import Any, Iterator, Sequence
 
 import orjson
 
-from duespec.histories.format import Event, History
+from duespec.histories.format import Event, History, collector_paused
 from duespec.systems import get_system, model_of
 from duespec.systems.concurrent import Concurrency, concurrency_of
 from duespec.coverage import isolated
@@ -851,22 +849,6 @@ def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> 
     return sorted(out, key=lambda g: g[0]) or [sorted(everywhere)]
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while searching: a search allocates a memo entry,
-    a fork and a frame per step and frees them only at its end, and the collector's
-    passes over that growing heap cost a large share of it (measured: a quarter of the CPU
-    of a 10,000-call search). The search makes no reference cycles: what it drops is
-    freed by reference counting."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
             lag: int, budget: _Budget, max_states: float = _INF,
             among: list[Event] | None = None) -> tuple[_Result, _Search]:
@@ -876,7 +858,7 @@ def _decide(events: list[Event], indices: list[int], system: str, config: dict[s
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
-    with _collector_paused():
+    with collector_paused():
         return search.run(), search
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from duespec.histories.format import (
-    MAX_EVENTS, Event, History, HistoryError, HistoryHeader, check_event, read_history,
+    MAX_EVENTS, Event, History, HistoryError, HistoryHeader, check_event, collector_paused, read_history,
 )
 from duespec.limits import InputError, JsonLines, open_regular, parse_json, read_line
 from duespec.wire.envelope import (
@@ -87,7 +87,8 @@ def read_any_history(path: str | os.PathLike[str], *, max_events: int = MAX_EVEN
             return read_history(path, max_events=max_events)
         if isinstance(value, dict) and {"kind", "req", "res"} <= set(value):
             handle.seek(0)
-            return _read_valid(handle, where, max_events)
+            with collector_paused():
+                return _read_valid(handle, where, max_events)
         if isinstance(value, dict) and "duespec_trace" in value:
             raise HistoryError(where, 1, "this is a duespec trace (one client at pinned times), not a history; "
                                          "check it with `duespec replay`, or convert it with `duespec export "
