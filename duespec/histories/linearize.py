@@ -910,23 +910,26 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     background = timers_left_out(history)
     clock_budget = _Budget(budget, max_memory, background, declared)
     hooks = concurrency_of(system)
-    parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
-    parts.sort(key=len)
-    states, decided, progress, failing, limit = 0, 0, None, None, None
-    for part in parts:
-        result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
-                                 clock_budget, among=events if len(parts) > 1 else None)
-        states += result.states
-        if result.status == "linearizable":
-            decided += 1
-        elif result.status == "not linearizable":
-            failing = (part, result, search)
-            break
-        else:
-            placed = sum(1 for p in result.best if p.call is not None)
-            if progress is None or placed > progress[0]:
-                progress = (placed, len(part))
-            limit = limit if limit == "memory" else (search.limit or "budget")
+    # The collector paused over the partitioning and every part too, not only inside each
+    # search: with a large history read, each of its passes walks the whole heap.
+    with collector_paused():
+        parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
+        parts.sort(key=len)
+        states, decided, progress, failing, limit = 0, 0, None, None, None
+        for part in parts:
+            result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
+                                     clock_budget, among=events if len(parts) > 1 else None)
+            states += result.states
+            if result.status == "linearizable":
+                decided += 1
+            elif result.status == "not linearizable":
+                failing = (part, result, search)
+                break
+            else:
+                placed = sum(1 for p in result.best if p.call is not None)
+                if progress is None or placed > progress[0]:
+                    progress = (placed, len(part))
+                limit = limit if limit == "memory" else (search.limit or "budget")
     verdict = Verdict("linearizable", system, clock, config, len(events), len(parts), decided, states,
                       0.0, max_timer_lag, history_events=events, max_memory=max_memory)
     if failing is not None:
