@@ -565,7 +565,10 @@ class _Search:
         best_count = -1
         key_bytes = sys.getsizeof(root_key) + sys.getsizeof(frozenset())
         tick_count = 0
-        self.reached = {root_key: (root, clock0)}
+        self.reached = reached = {root_key: (root, clock0)}
+        # The methods every step calls, bound once (a lookup on self at every step adds up).
+        step, key_of, choices_of, place, indices = self.step, self.key, self._choices, self.place, self.indices
+        real_clock, background = self.clock == "real", self.background
         while stack:
             frontier, target, key, clock, choices = stack[-1]
             if frontier[0] == n:
@@ -592,15 +595,16 @@ class _Search:
             lo, extra, unknowns = frontier
             # A call tried again at a state it was tried at (a read changes nothing, so
             # the calls beside it meet the same state again) gives what it gave then.
-            done = steps.get((key, i, now))
+            step_key = (key, i, now)
+            done = steps.get(step_key)
             if done is None:
                 if i is None:
                     fork, answer = self.internal_step(target, now)
                     agrees = True
                 else:
-                    fork, answer, agrees = self.step(target, i, now)
-                new_key = self.key(fork) if agrees else None
-                steps[(key, i, now)] = (fork, answer, agrees, new_key) if agrees else (None, answer, False, None)
+                    fork, answer, agrees = step(target, i, now)
+                new_key = key_of(fork) if agrees else None
+                steps[step_key] = (fork, answer, agrees, new_key) if agrees else (None, answer, False, None)
                 self.memory += _ENTRY_BYTES
             else:
                 fork, answer, agrees, new_key = done
@@ -610,10 +614,10 @@ class _Search:
                 if is_unknown[i]:
                     unknowns |= 1 << position[i]
                 else:
-                    lo, extra = self.place(lo, extra, i)
-            if self.clock == "real":
+                    lo, extra = place(lo, extra, i)
+            if real_clock:
                 new_clock = now
-            elif self.background:  # the latest `now` of the calls placed: when a tick may come
+            elif background:  # the latest `now` of the calls placed: when a tick may come
                 new_clock = clock if i is None or now <= clock else now
             else:  # pinned, every tick recorded: the clock plays no part
                 new_clock = clock
@@ -626,25 +630,25 @@ class _Search:
                     seen[memo] = [unknowns]
                 else:
                     earlier.append(unknowns)
-            elif memo in seen:
-                continue
             else:
-                seen[memo] = None
+                size = len(seen)
+                seen[memo] = None  # (one hash of the key, not two: `in`, then the insert)
+                if len(seen) == size:
+                    continue  # seen before
             self.states += 1
             if not self.states & 63:
                 # sampled: the states and frontiers of one search are alike in size
                 key_bytes = sys.getsizeof(new_key) + sys.getsizeof(extra)
             self.memory += _ENTRY_BYTES + key_bytes
-            if len(self.reached) < _MAX_REACHED:
-                self.reached.setdefault(new_key, (fork, new_clock))
-            path.append((None if i is None else self.indices[i], now, answer))
+            if len(reached) < _MAX_REACHED:
+                reached.setdefault(new_key, (fork, new_clock))
+            path.append((None if i is None else indices[i], now, answer))
             if i is not None:
                 count_placed += 1
                 if count_placed > best_count:
                     best_count, best_length, best_copied, best_target = count_placed, len(path), False, fork
             new_frontier = (lo, extra, unknowns)
-            stack.append((new_frontier, fork, new_key, new_clock,
-                          self._choices(new_frontier, fork, new_key, new_clock)))
+            stack.append((new_frontier, fork, new_key, new_clock, choices_of(new_frontier, fork, new_key, new_clock)))
         return _Result("not linearizable", self.states, _placed(best if best_copied else path[:best_length]),
                        best_target)
 
