@@ -106,7 +106,7 @@ def _one_value_each(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 def _catch_sigint() -> Any:
     """Make Ctrl-C a UserInterrupt, which the target boundary lets through (a
     KeyboardInterrupt raised by target code is that target's failure)."""
-    from duespec.targets.resolve import UserInterrupt
+    from duespec.targets.interface import UserInterrupt
 
     def interrupted(signum: int, frame: object) -> None:
         raise UserInterrupt()

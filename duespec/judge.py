@@ -44,14 +44,12 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Callable, Iterable, Protocol
 
 from duespec.jsondiff import differing_paths, dump, state_diff
-from duespec.targets.resolve import unwrapped
 from duespec.targets.interface import (
     PROSE_KEYS,
     Json,
@@ -455,6 +453,10 @@ def trusts(target: Target) -> bool:
     observed and compared, so no outside code can vouch for itself. duespec's own call
     boundary (the per-call deadline every resolved in-process target runs behind, which
     passes the fast checks through) is looked through: what counts is what it wraps."""
+    # Here, not at the top: the target boundary (subprocess and all) is no part of a
+    # history's check, which uses this module's comparisons alone.
+    from duespec.targets.resolve import unwrapped
+
     return type(unwrapped(target)).__module__.startswith("duespec.systems.")
 
 
@@ -788,6 +790,8 @@ def exception_details(error: BaseException) -> tuple[str, str, list[str], str]:
     inner = error.__cause__ if isinstance(error, TargetError) and error.__cause__ is not None else error
     # A TargetError of duespec's own (a program that died, a deadline) has no frames worth showing.
     own = isinstance(inner, TargetError)
+    import traceback  # here: only a target that raised needs it, and a history's check runs none
+
     frames = traceback.extract_tb(inner.__traceback__)[-SHOWN_FRAMES:] if inner.__traceback__ and not own else []
     shown = [f"{frame.filename}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
              for frame in frames]

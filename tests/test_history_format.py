@@ -72,3 +72,22 @@ def test_the_event_limit_is_enforced_before_checking(tmp_path):
     path = lines(tmp_path, *(event(f"c{i}", i, i + 1).to_json() for i in range(5)))
     with pytest.raises(HistoryError, match="more than 3 events"):
         read_history(path, max_events=3)
+
+
+def test_a_checked_event_is_the_event_its_constructor_makes() -> None:
+    """check_event builds its Event without the dataclass's __init__ (reading's hot path):
+    what it builds must be what Event(...) builds, every field of the dataclass set, so a
+    field added to Event cannot be left out of what is read."""
+    import dataclasses
+
+    from duespec.histories.format import Event, HistoryHeader, check_event
+
+    line = {"client": "a", "op": "promise.get", "args": {"id": "x"}, "call_ns": 1, "return_ns": 2,
+            "call_ms": 0, "return_ms": 0, "outcome": "ok", "response": {"status": 404}, "now": 5,
+            "wire": {"request": {}}}
+    read = check_event(line, HistoryHeader("schedules", "pinned", {}), "h.ndjson", 2)
+    made = Event(**line)
+    assert read == made and vars(read) == vars(made)
+    assert list(vars(read)) == [f.name for f in dataclasses.fields(Event)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read.client = "b"  # type: ignore[misc]

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,8 @@ from duespec import limits, outputs
 from duespec.cli import main as cli
 from duespec.impl.schedules import MAX_CATCH_UP_OCCURRENCES as IMPL_MAX_CATCH_UP
 from duespec.impl.schedules import CatchUpTooLong
-from duespec.limits import MAX_CATCH_UP_OCCURRENCES, InputError, LimitExceeded, parse_json
+from duespec.limits import (ORJSON_SHAPE, MAX_CATCH_UP_OCCURRENCES, InputError, LimitExceeded, orjson_exact,
+                            parse_json)
 from duespec.systems.schedules import ImplTarget, ModelTarget
 from duespec.systems.schedules.ops import MAX_OWED_PER_JUMP
 from duespec.targets.interface import TargetError
@@ -467,3 +469,21 @@ def test_the_fast_reader_reads_exactly_what_the_strict_one_does(value: Any, asci
     except InputError:
         actual = InputError
     assert actual == expected
+
+
+
+@pytest.mark.parametrize("text, fast", [
+    (b'{"call": 1735689600001307081, "corrId": "c0-1735689600001307081"}', True),  # a capture's ns instants
+    (b"9999999999999999999", True), (b"[-999999999999999999]", True), (b"-9223372036854775808", False),
+    (b"-9223372036854775809", False), (b"[-9999999999999999999]", False), (b'{"a":-9999999999999999999}', False),
+    (b"18446744073709551616", False), (b"-99999999999999999999", False), (b"[1,-9999999999999999999]", False),
+    (b'"x-9999999999999999999"', False),  # a string, sent to json all the same: slower, never wrong
+])
+def test_orjson_reads_integers_near_64_bits_as_json_does(text: bytes, fast: bool) -> None:
+    """Integers of 19 digits go to orjson (a capture has nanosecond instants on every
+    line), which reads them as json does; a minus before 19 digits, or 20 digits, may
+    leave 64 bits, where orjson reads a float, so such text takes json's path."""
+    assert orjson_exact(text.translate(ORJSON_SHAPE)) is fast
+    assert repr(parse_json(text)) == repr(json.loads(text))
+    if fast:
+        assert repr(orjson.loads(text)) == repr(json.loads(text))

@@ -766,7 +766,9 @@ def test_a_timeout_fired_before_a_call_pinned_earlier_arrived_is_placed_by_the_s
 def test_the_command_imports_no_other_command(tmp_path: Path) -> None:
     """`duespec linearize` starts without importing the other commands (the campaigns, the
     HTTP server and client), nor what only a campaign uses (Hypothesis, the lockstep
-    machine, the implementation): what its start-up costs is its own."""
+    machine, the implementation), nor the target boundary (subprocess), the --declared
+    reader (tomllib) or the HTML report's entity table unless asked for: what its start-up
+    costs is its own."""
     path = write(tmp_path / "h.ndjson", generate(seed=1, ops=10))
     run = subprocess.run([sys.executable, "-X", "importtime", "-m", "duespec", "linearize", path],
                          capture_output=True, text=True, timeout=120)
@@ -774,7 +776,9 @@ def test_the_command_imports_no_other_command(tmp_path: Path) -> None:
     imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
     assert "duespec.histories.linearize" in imported
     for other in ("duespec.campaigns.conform", "duespec.wire.serve", "duespec.histories.stress", "aiohttp",
-                  "hypothesis", "duespec.systems.machine", "duespec.systems.schedules.ops", "duespec.impl"):
+                  "hypothesis", "duespec.systems.machine", "duespec.systems.schedules.ops", "duespec.impl",
+                  "duespec.targets.resolve", "subprocess", "duespec.campaigns.declared", "tomllib",
+                  "html.entities", "tempfile"):
         assert other not in imported, other
 
 # ---- recorded ticks: checked part by part, by what they fired ------------------------------
@@ -874,3 +878,54 @@ def test_the_html_tables_headers_never_wrap() -> None:
     history, _ = scripted(0, phases, mutate)
     text = render_html(check_history(history))
     assert re.search(r"th\{[^}]*white-space:nowrap", text)
+
+
+def test_a_fork_of_the_model_moves_on_alone() -> None:
+    """The search steps forks and keeps their parents (in its memo and its stack): a
+    fork shares no collection with its parent, so stepping it leaves the parent's state
+    as it was, through every kind of entry (promises, tasks and their timeouts)."""
+    from duespec.systems.schedules.adapter import ModelTarget
+    from duespec.systems.schedules.concurrency import fork_model
+
+    parent = ModelTarget()
+    parent.reset(CONFIG)
+    history = generate(seed=5, clients=2, ops=30, keys=2)
+    for event in history.events[:10]:
+        parent.step(event.op, event.args, event.now)
+    before = json.dumps(parent.observe(), sort_keys=True)
+    fork = fork_model(parent)
+    for name, value in vars(parent.state).items():
+        if isinstance(value, (dict, list)):
+            assert getattr(fork.state, name) is not value, name
+    for event in history.events[10:]:
+        fork.step(event.op, event.args, event.now)
+    parent.observed = None
+    assert json.dumps(parent.observe(), sort_keys=True) == before
+    assert json.dumps(fork.observe(), sort_keys=True) != before
+
+
+def test_a_broken_capture_gives_the_same_witness_whichever_reader_parses_it(tmp_path: Path, monkeypatch) -> None:
+    """A capture's lines carry 19-digit nanosecond instants, which orjson reads (the fast
+    path, duespec.limits.orjson_exact); a read that saw a value no call wrote is still
+    NOT LINEARIZABLE, with the same shrunk counterexample as the same file read by json."""
+    from duespec import limits
+    from duespec.histories.resonate_valid import read_any_history
+
+    history = generate(seed=7, clients=4, ops=60, keys=1, with_schedules=False)
+    events = list(history.events)
+    last = max(i for i, e in enumerate(events) if e.op == "promise.get" and e.response.get("status") == 200)
+    wrong = copy.deepcopy(events[last].response)
+    wrong["promise"]["value"]["data"] = "never written"
+    events[last] = Event(**{**events[last].__dict__, "response": wrong, "wire": None})
+    path = tmp_path / "broken.history"
+    exported(History(history.header, events), path)
+    assert events[0].call_ns >= 10**18, "the instants are nanoseconds since the epoch: 19 digits"
+    assert limits.orjson_exact(path.read_bytes().splitlines()[0].translate(limits.ORJSON_SHAPE))
+    fast = check_history(read_any_history(path), budget=60)
+    monkeypatch.setattr(limits, "orjson_exact", lambda shape: False)
+    slow = check_history(read_any_history(path), budget=60)
+    assert fast.status == slow.status == "not linearizable", describe(fast)
+    assert fast.counterexample is not None and slow.counterexample is not None
+    assert fast.counterexample.original == slow.counterexample.original
+    assert fast.counterexample.violation == slow.counterexample.violation
+    assert [e.to_json() for e in fast.counterexample.events] == [e.to_json() for e in slow.counterexample.events]

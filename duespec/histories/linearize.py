@@ -59,8 +59,6 @@ with everything.
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import itertools
 import sys
 import time
@@ -69,7 +67,7 @@ from typing import Any, Iterator, Sequence
 
 import orjson
 
-from duespec.histories.format import Event, History
+from duespec.histories.format import Event, History, collector_paused
 from duespec.systems import get_system, model_of
 from duespec.systems.concurrent import Concurrency, concurrency_of
 from duespec.coverage import isolated
@@ -296,7 +294,7 @@ class _Search:
     def __init__(self, events: list[Event], indices: list[int], system: str, config: dict[str, Json],
                  clock: str, max_timer_lag: int, budget: _Budget, max_memory: float = _INF,
                  background: bool = False, among: list[Event] | None = None):
-        order = sorted(range(len(events)), key=lambda i: (events[i].call_ns, i))
+        order = sorted(range(len(events)), key=[e.call_ns for e in events].__getitem__)  # stable: ties in order
         self.events = [events[i] for i in order]
         self.indices = [indices[i] for i in order]
         self.system, self.config, self.clock, self.lag, self.budget = system, config, clock, max_timer_lag, budget
@@ -574,7 +572,10 @@ class _Search:
         best_count = -1
         key_bytes = sys.getsizeof(root_key) + sys.getsizeof(frozenset())
         tick_count = 0
-        self.reached = {root_key: (root, clock0)}
+        self.reached = reached = {root_key: (root, clock0)}
+        # The methods every step calls, bound once (a lookup on self at every step adds up).
+        step, key_of, choices_of, place, indices = self.step, self.key, self._choices, self.place, self.indices
+        real_clock, background = self.clock == "real", self.background
         while stack:
             frontier, target, key, clock, choices = stack[-1]
             if frontier[0] == n:
@@ -601,15 +602,16 @@ class _Search:
             lo, extra, unknowns = frontier
             # A call tried again at a state it was tried at (a read changes nothing, so
             # the calls beside it meet the same state again) gives what it gave then.
-            done = steps.get((key, i, now))
+            step_key = (key, i, now)
+            done = steps.get(step_key)
             if done is None:
                 if i is None:
                     fork, answer = self.internal_step(target, now)
                     agrees = True
                 else:
-                    fork, answer, agrees = self.step(target, i, now)
-                new_key = self.key(fork) if agrees else None
-                steps[(key, i, now)] = (fork, answer, agrees, new_key) if agrees else (None, answer, False, None)
+                    fork, answer, agrees = step(target, i, now)
+                new_key = key_of(fork) if agrees else None
+                steps[step_key] = (fork, answer, agrees, new_key) if agrees else (None, answer, False, None)
                 self.memory += _ENTRY_BYTES
             else:
                 fork, answer, agrees, new_key = done
@@ -619,10 +621,10 @@ class _Search:
                 if is_unknown[i]:
                     unknowns |= 1 << position[i]
                 else:
-                    lo, extra = self.place(lo, extra, i)
-            if self.clock == "real":
+                    lo, extra = place(lo, extra, i)
+            if real_clock:
                 new_clock = now
-            elif self.background:
+            elif background:
                 # The latest `now` of the calls of known outcome placed: when a tick may come.
                 # An unknown outcome's `now` is offered to ticks by its invocation instead
                 # (background_steps), so that configurations differing only in which unknown
@@ -640,25 +642,25 @@ class _Search:
                     seen[memo] = [unknowns]
                 else:
                     earlier.append(unknowns)
-            elif memo in seen:
-                continue
             else:
-                seen[memo] = None
+                size = len(seen)
+                seen[memo] = None  # (one hash of the key, not two: `in`, then the insert)
+                if len(seen) == size:
+                    continue  # seen before
             self.states += 1
             if not self.states & 63:
                 # sampled: the states and frontiers of one search are alike in size
                 key_bytes = sys.getsizeof(new_key) + sys.getsizeof(extra)
             self.memory += _ENTRY_BYTES + key_bytes
-            if len(self.reached) < _MAX_REACHED:
-                self.reached.setdefault(new_key, (fork, new_clock))
-            path.append((None if i is None else self.indices[i], now, answer))
+            if len(reached) < _MAX_REACHED:
+                reached.setdefault(new_key, (fork, new_clock))
+            path.append((None if i is None else indices[i], now, answer))
             if i is not None:
                 count_placed += 1
                 if count_placed > best_count:
                     best_count, best_length, best_copied, best_target = count_placed, len(path), False, fork
             new_frontier = (lo, extra, unknowns)
-            stack.append((new_frontier, fork, new_key, new_clock,
-                          self._choices(new_frontier, fork, new_key, new_clock)))
+            stack.append((new_frontier, fork, new_key, new_clock, choices_of(new_frontier, fork, new_key, new_clock)))
         return _Result("not linearizable", self.states, _placed(best if best_copied else path[:best_length]),
                        best_target)
 
@@ -777,9 +779,11 @@ def projected_calls(events: list[Event], hooks: Concurrency, clock: str) -> set[
     without reading): a recorded tick stays in one part with all."""
     if hooks.project is None or hooks.touched is None:
         return set()
+    # `touched` first: it says None at once for any call but a tick or a search, and this
+    # runs over the whole history for every part.
     return {i for i, e in enumerate(events)
-            if e.outcome == "ok" and hooks.keys(e.op, e.args) is None
-            and (touched := hooks.touched(e.op, e.response)) is not None and (clock == "pinned" or not touched)}
+            if e.outcome == "ok" and (touched := hooks.touched(e.op, e.response)) is not None
+            and (clock == "pinned" or not touched) and hooks.keys(e.op, e.args) is None}
 
 
 def part_keys(events: list[Event], hooks: Concurrency, projected: set[int],
@@ -861,22 +865,6 @@ def partitions(events: list[Event], hooks: Concurrency, clock: str = "real") -> 
     return sorted(out, key=lambda g: g[0]) or [sorted(everywhere)]
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while searching: a search allocates a memo entry,
-    a fork and a frame per step and frees them only at its end, and the collector's
-    passes over that growing heap cost a large share of it (measured: a quarter of the CPU
-    of a 10,000-call search). The search makes no reference cycles: what it drops is
-    freed by reference counting."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _decide(events: list[Event], indices: list[int], system: str, config: dict[str, Json], clock: str,
             lag: int, budget: _Budget, max_states: float = _INF,
             among: list[Event] | None = None) -> tuple[_Result, _Search]:
@@ -886,7 +874,7 @@ def _decide(events: list[Event], indices: list[int], system: str, config: dict[s
     search.max_states = max_states
     if budget.out():
         return _Result("unknown", 0, []), search
-    with _collector_paused():
+    with collector_paused():
         return search.run(), search
 
 
@@ -938,23 +926,26 @@ def check_history(history: History, *, profile: str | None = None, budget: float
     background = timers_left_out(history)
     clock_budget = _Budget(budget, max_memory, background, declared)
     hooks = concurrency_of(system)
-    parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
-    parts.sort(key=len)
-    states, decided, progress, failing, limit = 0, 0, None, None, None
-    for part in parts:
-        result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
-                                 clock_budget, among=events if len(parts) > 1 else None)
-        states += result.states
-        if result.status == "linearizable":
-            decided += 1
-        elif result.status == "not linearizable":
-            failing = (part, result, search)
-            break
-        else:
-            placed = sum(1 for p in result.best if p.call is not None)
-            if progress is None or placed > progress[0]:
-                progress = (placed, len(part))
-            limit = limit if limit == "memory" else (search.limit or "budget")
+    # The collector paused over the partitioning and every part too, not only inside each
+    # search: with a large history read, each of its passes walks the whole heap.
+    with collector_paused():
+        parts = partitions(events, hooks, clock) if partition else ([list(range(len(events)))] if events else [])
+        parts.sort(key=len)
+        states, decided, progress, failing, limit = 0, 0, None, None, None
+        for part in parts:
+            result, search = _decide([events[i] for i in part], part, system, config, clock, max_timer_lag,
+                                     clock_budget, among=events if len(parts) > 1 else None)
+            states += result.states
+            if result.status == "linearizable":
+                decided += 1
+            elif result.status == "not linearizable":
+                failing = (part, result, search)
+                break
+            else:
+                placed = sum(1 for p in result.best if p.call is not None)
+                if progress is None or placed > progress[0]:
+                    progress = (placed, len(part))
+                limit = limit if limit == "memory" else (search.limit or "budget")
     verdict = Verdict("linearizable", system, clock, config, len(events), len(parts), decided, states,
                       0.0, max_timer_lag, history_events=events, max_memory=max_memory)
     if failing is not None:

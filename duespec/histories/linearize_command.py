@@ -165,12 +165,12 @@ def judge(history: History, *, source: str, profile: str | None, budget: float, 
 def read_declared(path: str | None, system: str) -> list[Any]:
     """--declared FILE (docs/declared.md) for a history of `system`: its entries, or a
     UsageError naming the file, the entry and the problem."""
+    if path is None:
+        return []
     from duespec.campaigns.declared import DeclaredError, load
     from duespec.exits import UsageError
     from duespec.systems import get_system
 
-    if path is None:
-        return []
     try:
         return load(path, get_system(system))
     except DeclaredError as error:

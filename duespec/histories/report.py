@@ -11,7 +11,6 @@ network reference, so it opens anywhere and its facts are in the DOM (tests read
 
 from __future__ import annotations
 
-import html
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -226,6 +225,8 @@ rect.call.failing{fill:#ef9a9a;stroke:#b00020;stroke-width:2}
 
 
 def _e(value: object) -> str:
+    import html  # only for the HTML report: `import html` loads every entity name
+
     return html.escape(str(value), quote=True)
 
 

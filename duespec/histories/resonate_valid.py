@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from duespec.histories.format import (
-    MAX_EVENTS, Event, History, HistoryError, HistoryHeader, check_event, read_history,
+    MAX_EVENTS, Event, History, HistoryError, HistoryHeader, check_event, collector_paused, read_history,
 )
 from duespec.limits import InputError, JsonLines, open_regular, parse_json, read_line
 from duespec.wire.envelope import (
@@ -44,6 +44,7 @@ PENDING_STATUS = 500
 #: kinds are internal steps there, which a file of this format must not hold.
 EXTERNAL_OPS = frozenset(op for kind, op in OP_OF_KIND.items() if not kind.startswith("debug."))
 _LINE_KEYS = frozenset({"kind", "now", "req", "res", "call", "return", "client"})
+_REQUIRED_LINE_KEYS = frozenset({"kind", "now", "req", "res"})
 #: 5xx answers the specification gives itself (501: the search ops are not implemented),
 #: compared like any other answer; any other 5xx is the server failing to answer.
 SPECIFIED_5XX = frozenset({501})
@@ -86,7 +87,8 @@ def read_any_history(path: str | os.PathLike[str], *, max_events: int = MAX_EVEN
             return read_history(path, max_events=max_events)
         if isinstance(value, dict) and {"kind", "req", "res"} <= set(value):
             handle.seek(0)
-            return _read_valid(handle, where, max_events)
+            with collector_paused():
+                return _read_valid(handle, where, max_events)
         if isinstance(value, dict) and "duespec_trace" in value:
             raise HistoryError(where, 1, "this is a duespec trace (one client at pinned times), not a history; "
                                          "check it with `duespec replay`, or convert it with `duespec export "
@@ -156,11 +158,11 @@ def _event(value: Json, header: HistoryHeader, where: str, line: int, index: int
 
     if not isinstance(value, dict):
         raise bad("a valid/ trace line must be a JSON object {kind, now, req, res}")
-    unknown = sorted(set(value) - _LINE_KEYS)
-    if unknown:
-        raise bad(f"unknown keys {unknown}; a line has kind, now, req, res (and call, return, client)")
-    missing = [key for key in ("kind", "now", "req", "res") if key not in value]
-    if missing:
+    if not value.keys() <= _LINE_KEYS:
+        raise bad(f"unknown keys {sorted(set(value) - _LINE_KEYS)}; a line has kind, now, req, res (and call, "
+                  f"return, client)")
+    if not value.keys() >= _REQUIRED_LINE_KEYS:
+        missing = [key for key in ("kind", "now", "req", "res") if key not in value]
         raise bad(f"missing {', '.join(missing)}")
     kind, now, req, res = value["kind"], value["now"], value["req"], value["res"]
     if type(kind) is not str or OP_OF_KIND.get(kind) not in EXTERNAL_OPS:

@@ -128,6 +128,14 @@ def close_quietly(target: Target | None) -> None:
 TargetFactory = Callable[[], Target]
 
 
+class UserInterrupt(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while duespec runs: passes the target boundary (targets.resolve),
+    unlike a KeyboardInterrupt that target code raises itself. Its argument, when given,
+    names the signal that stopped the command ("SIGTERM" before a campaign's first search).
+    Defined here, below the boundary, so that a command that runs no target can catch
+    Ctrl-C without importing it."""
+
+
 class TargetError(Exception):
     """The target could not answer at all (crashed, spoke garbage, timed out).
 

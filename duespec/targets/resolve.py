@@ -25,7 +25,8 @@ from duespec.targets import deadline as deadline_module
 from duespec.targets.deadline import deadline
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
-from duespec.targets.interface import Json, Target, TargetError, TargetFactory, fast_checks, messages_of
+from duespec.targets.interface import (Json, Target, TargetError, TargetFactory, UserInterrupt, fast_checks,
+                                      messages_of)
 
 T = TypeVar("T")
 
@@ -108,12 +109,6 @@ def _import_factory(spec: str, timeout: float) -> TargetFactory:
 
 #: Traceback frames a TargetError keeps from the target's own code.
 SHOWN_FRAMES = 3
-
-
-class UserInterrupt(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) while duespec runs: passes the boundary, unlike a KeyboardInterrupt
-    that target code raises itself. Its argument, when given, names the signal that
-    stopped the command ("SIGTERM" before a campaign's first search)."""
 
 
 def guarded(what: str, call: Callable[[], T], seconds: float | None = None) -> T:

@@ -17,8 +17,8 @@ from typing import Any, Generator, Iterable, Iterator
 
 import orjson
 
-from duespec.limits import (MAX_DEPTH, MAX_LINE_BYTES, ORJSON_SHAPE, ORJSON_UNSAFE, InputError, check_line_length,
-                            open_regular, parse_json, read_line, text_problem)
+from duespec.limits import (MAX_DEPTH, MAX_LINE_BYTES, ORJSON_SHAPE, InputError, check_line_length,
+                            open_regular, orjson_exact, parse_json, read_line, text_problem)
 from duespec.outputs import AtomicFile
 from duespec.systems import get_system, names
 
@@ -200,7 +200,7 @@ def _steps(handle: Any, where: str) -> Generator[dict[str, Json], None, None]:
     call per line into the helpers; any other line takes the careful path (_read,
     _parse, check_step), which accepts exactly the same and names what is wrong. A reset
     line takes the careful path too (check_reset); steps go on being numbered after it."""
-    loads, decode_error, shape_of, unsafe = orjson.loads, orjson.JSONDecodeError, ORJSON_SHAPE, ORJSON_UNSAFE
+    loads, decode_error, shape_of, exact = orjson.loads, orjson.JSONDecodeError, ORJSON_SHAPE, orjson_exact
     readline, too_long = handle.readline, MAX_LINE_BYTES + 1
     with handle:
         index = resets = 0
@@ -214,7 +214,7 @@ def _steps(handle: Any, where: str) -> Generator[dict[str, Json], None, None]:
             step = None
             if len(text) < too_long:
                 shape = text.translate(shape_of)
-                if shape.count(b"[") <= MAX_DEPTH and shape.find(unsafe) < 0:
+                if shape.count(b"[") <= MAX_DEPTH and exact(shape):
                     try:
                         step = loads(text)
                     except decode_error:

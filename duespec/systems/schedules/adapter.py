@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
-import tempfile
 from typing import TYPE_CHECKING
 
 from duespec.limits import MAX_CATCH_UP_OCCURRENCES, LimitExceeded
@@ -168,6 +166,8 @@ class ImplTarget:
         self.close()
         self.config, self.steps = config_of(config), 0
         if self.config.profile == "server":
+            import tempfile  # the server profile's store only: the model's path never needs it
+
             self.scratch = tempfile.mkdtemp(prefix="duespec-store-", dir=STORE_DIR)
             self.path = os.path.join(self.scratch, "store.db")
         try:
@@ -214,5 +214,7 @@ class ImplTarget:
             self.server.close()
             self.server = None
         if self.scratch is not None:
+            import shutil
+
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch, self.path = None, ":memory:"

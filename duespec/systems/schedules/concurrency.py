@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from operator import attrgetter
 
 from duespec.model import schedules as model
 from duespec.systems.concurrent import Concurrency, template_pattern
@@ -18,15 +19,37 @@ def fork_model(target: ModelTarget) -> ModelTarget:
     s = target.state
     # Built without the dataclasses' __init__: a search forks at every step it tries.
     state = object.__new__(model.ServerState)
+    fields = state.__dict__
+    fields.update(s.__dict__)
     # Every collection copied, whatever fields the state grows; `sent` is a log of what was
     # dispatched (never read by a handler), so a fork starts a log of its own.
-    state.__dict__.update({name: value.copy() if isinstance(value, (dict, list)) else value
-                           for name, value in s.__dict__.items()})
+    for name in _collections(s):
+        fields[name] = fields[name].copy()
     state.sent = []
     copy = object.__new__(ModelTarget)
     copy.__dict__.update(target.__dict__)
     copy.state = state
     return copy
+
+
+#: The state's fields that hold a collection (a dict or list), found on the first state forked.
+_COLLECTIONS: list[tuple[str, ...]] = []
+
+
+def _collections(state: model.ServerState) -> tuple[str, ...]:
+    """The names of the state's collection fields. Every state has the same (each is made by
+    its dataclass default factory and only ever replaced by another of its kind), so they
+    are found once rather than tested at every fork."""
+    if not _COLLECTIONS:
+        _COLLECTIONS.append(tuple(name for name, value in state.__dict__.items() if isinstance(value, (dict, list))))
+    return _COLLECTIONS[0]
+
+
+#: The fields of an entry that the ops move, as StateKey hashes them (read in C: a key is
+#: made at every step of a search).
+_PROMISE_MOVES = attrgetter("id", "state", "settled_at", "timeout_at", "callbacks", "listeners")
+_TASK_MOVES = attrgetter("id", "state", "version", "pid", "ttl", "resumes")
+_SCHEDULE_MOVES = attrgetter("id", "next_run_at", "last_run_at")
 
 
 class StateKey:
@@ -47,10 +70,8 @@ class StateKey:
         # The entries hashed as tuples of their hashable fields: the dataclasses' own
         # hash would reach their dict fields (tags, values), which cannot be hashed.
         self._hash = hash((
-            frozenset([(p.id, p.state, p.settled_at, p.timeout_at, p.callbacks, p.listeners)
-                       for p in s.promises.values()]),
-            frozenset([(t.id, t.state, t.version, t.pid, t.ttl, t.resumes) for t in s.tasks.values()]),
-            frozenset([(c.id, c.next_run_at, c.last_run_at) for c in s.schedules.values()]),
+            frozenset(map(_PROMISE_MOVES, s.promises.values())), frozenset(map(_TASK_MOVES, s.tasks.values())),
+            frozenset(map(_SCHEDULE_MOVES, s.schedules.values())),
             frozenset(s.promise_timeouts.items()), frozenset(s.task_timeouts.items()),
             frozenset(s.schedule_timeouts.items()), frozenset(s.outbox)))
 
@@ -118,7 +139,7 @@ def concurrent_keys(op: str, args: Json) -> frozenset[str] | None:
         return None
     if not all(type(id) is str for id in ids):
         return None
-    return frozenset("p:" + id for id in ids)
+    return frozenset(["p:" + id for id in ids])  # a list: a generator costs more than the set
 
 
 def concurrent_links(calls: list[tuple[str, Json]], extra: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
