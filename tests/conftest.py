@@ -9,7 +9,9 @@ database of the session's own instead (DUESPEC_DATABASE, duespec.campaigns.datab
 from __future__ import annotations
 
 import os
-from typing import Iterator
+import sys
+from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -25,3 +27,18 @@ def examples_database_outside_the_clone(tmp_path_factory: pytest.TempPathFactory
         del os.environ[DATABASE_ENV]
     else:
         os.environ[DATABASE_ENV] = before
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A throwaway PostgreSQL for the resonate-pg tests, one per test process
+    (tests/pg_support.py); "not run" with the reason where none can be had (tests/needs.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from needs import unavailable
+    from pg_support import PostgresServer, PostgresUnavailable
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as error:
+        unavailable("resonate-pg", str(error))
+    yield server
+    server.stop()

@@ -23,7 +23,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from needs import unavailable  # noqa: E402
-from pg_support import PostgresServer, PostgresUnavailable  # noqa: E402
 
 from duespec.campaigns.conform import ReportSettings, reproduce_lines  # noqa: E402
 from duespec.campaigns.run import CampaignResult  # noqa: E402
@@ -246,16 +245,6 @@ def test_a_target_it_cannot_probe_is_one_line_and_exit_2() -> None:
         assert said in run.stderr and run.stderr.count("\n") == 1 and not run.stdout, run.stderr
     run = _duespec("catch-up")
     assert run.returncode == 2 and "--target" in run.stderr
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as error:
-        unavailable("resonate-pg", str(error))
-    yield server
-    server.stop()
 
 
 def test_resonate_pg_catches_up_all(postgres, monkeypatch: pytest.MonkeyPatch,

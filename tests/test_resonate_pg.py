@@ -21,8 +21,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from needs import unavailable  # noqa: E402
-from pg_support import PostgresServer, PostgresUnavailable  # noqa: E402
 
 from duespec.cli import main  # noqa: E402
 from duespec.histories.format import read_history  # noqa: E402
@@ -39,16 +37,6 @@ T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 MINUTE = 60_000
 LEAN = {"profile": "lean", "retry_timeout": 5000}
 _names = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as error:
-        unavailable("resonate-pg", str(error))
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from needs import unavailable  # noqa: E402
-from pg_support import PostgresServer, PostgresUnavailable, resonate_sql  # noqa: E402
+from pg_support import resonate_sql  # noqa: E402
 
 from duespec.coverage import isolated  # noqa: E402
 from duespec.judge import Difference, StepJudge  # noqa: E402
@@ -41,16 +40,6 @@ EMPTY = {"headers": {}, "data": None}
 EXPIRED_TASK = "      INSERT INTO tasks (id, state, version) VALUES (p.id, 'fulfilled', 0);\n"
 #: The planted bug: the same, and an execute message for that task.
 DISPATCHES_EXPIRED = EXPIRED_TASK + "      PERFORM _emit_execute(tags->>'resonate:target', p.id, 0);\n"
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as error:
-        unavailable("resonate-pg", str(error))
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
