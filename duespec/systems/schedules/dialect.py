@@ -87,8 +87,10 @@ CATCH_UP_CRONS = ("* * * * *", "*/7 * * * *", "0,1,58,59 * * * *")
 #: or across a month's or a year's end.
 CATCH_UP_PLACES = ("a_day", "month_end", "year_end")
 #: A schedule is created this long before an hour's end, and left unticked twice as long:
-#: its catch-up starts late in the hour and crosses into the next.
-CATCH_UP_LEAD = 2 * MINUTE
+#: its catch-up starts late in the hour and crosses into the next, after at least one
+#: occurrence past `nextRunAt` in the first hour (a catch-up that restarts the next hour's
+#: minutes where the first hour's began skips them).
+CATCH_UP_LEAD = 3 * MINUTE
 _EPOCH = dt.datetime(1970, 1, 1)
 _LAST_DAY = dt.date(9999, 12, 30)  # the last day with a day after it, where the end of time has its own story
 
@@ -129,7 +131,7 @@ class DialectAndCatchUp:
         """SR-08: on a book with no schedule (so that the clock can jump there), catch-ups on
         the twelve coming days at every other hour (the even ones or the odd ones, both
         draws deciding which), or one at the end of this month or year: each a schedule
-        created 2 minutes before the hour's end, left unticked for 4,
+        created 3 minutes before the hour's end, left unticked for 6,
         over the hour's (the day's, the month's, the year's) end, caught up by one tick, and
         deleted."""
         today = (_EPOCH + dt.timedelta(milliseconds=self.now)).date()
