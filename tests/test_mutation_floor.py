@@ -119,3 +119,15 @@ def test_a_mutant_check_saves_nothing_in_its_folders_example_database(tmp_path: 
                           capture_output=True, text=True)
     assert done.returncode == 1 and "DIVERGES" in done.stdout, done.stdout + done.stderr  # killed
     assert not (tmp_path / ".duespec").exists()
+
+
+@pytest.mark.parametrize("option", ["--verdicts", "--doc"])
+def test_verdicts_or_doc_without_floor_is_refused_not_a_new_run(option: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --floor, --verdicts F.json used to start a whole new mutation run (minutes of
+    CPU) and never read F.json."""
+    from mutate import cli
+    with pytest.raises(SystemExit) as exit:
+        cli.main([option, str(tmp_path / "F.json")])
+    assert exit.value.code == 2
+    assert "go with --floor" in capsys.readouterr().err

@@ -65,6 +65,8 @@ def main(argv: list[str]) -> int:
                         help="check each mutant with `duespec check --seed SEED`, once per seed "
                              "(default: once, at the campaign's default seed)")
     args = parser.parse_args(argv)
+    if (args.doc or args.verdicts) and not args.floor:
+        parser.error("--doc and --verdicts go with --floor (quick or full): without it a whole new run would start")
     everything = [m for file in FILES for m in mutants_of(file)]
     if args.list:
         for file in FILES:
