@@ -147,7 +147,7 @@ def test_conform_checks_a_server_under_the_policy_it_implements(tmp_path: Path) 
     """A server that skips on purpose HOLDS under --catch-up once-skip: the model is reset
     with the policy too (were it not, the model's `all` would differ at the first missed
     occurrence)."""
-    server, url = _serve("--catch-up", "once-skip")
+    server, url = _started(_serve_command("--catch-up", "once-skip"))
     try:
         run = _duespec("conform", "schedules", "--target", url, "--catch-up", "once-skip", "--examples", "8",
                        "--database", "none", "--trace-dir", str(tmp_path), timeout=600)
@@ -197,8 +197,17 @@ def _started(command: list[str], env: dict[str, str] | None = None) -> tuple[sub
     return server, found.group(1)
 
 
-def _serve(*options: str) -> tuple[subprocess.Popen[str], str]:
-    return _started([sys.executable, "-m", "duespec", "serve", "schedules", "--port", "0", *options])
+def _serve_command(*options: str) -> list[str]:
+    return [sys.executable, "-m", "duespec", "serve", "schedules", "--port", "0", *options]
+
+
+def _catch_up_of(command: list[str]) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`duespec catch-up` against the server `command` starts (stopped after): the run, the URL."""
+    server, url = _started(command)
+    try:
+        return _duespec("catch-up", "--target", url), url
+    finally:
+        _stop(server)
 
 
 def _stop(server: subprocess.Popen[str]) -> None:
@@ -217,11 +226,7 @@ def _stop(server: subprocess.Popen[str]) -> None:
     (("--profile", "deployed"), "one-per-pass"),  # DEP-02 reads as one-per-pass from outside
 ])
 def test_the_command_names_the_policy_duespec_serve_runs(options: tuple[str, ...], policy: str) -> None:
-    server, url = _serve(*options)
-    try:
-        run = _duespec("catch-up", "--target", url)
-    finally:
-        _stop(server)
+    run, url = _catch_up_of(_serve_command(*options))
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith(f"CATCH-UP: {policy} target={url}:"), run.stdout
 
@@ -268,10 +273,6 @@ def test_the_typescript_sdk_local_server_catches_up_one_per_pass() -> None:
     if not (TS_SDK / "node_modules" / "@resonatehq" / "sdk" / "package.json").exists():
         unavailable("the TypeScript SDK's local server",
                     "@resonatehq/sdk is not installed: run `make ts-sdk-local` (npm ci in examples/ts-sdk-local)")
-    server, url = _started([node, str(TS_SDK / "server.mjs"), "0"])
-    try:
-        run = _duespec("catch-up", "--target", url)
-    finally:
-        _stop(server)
+    run, url = _catch_up_of([node, str(TS_SDK / "server.mjs"), "0"])
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith(f"CATCH-UP: one-per-pass target={url}:"), run.stdout
