@@ -59,6 +59,7 @@ from duespec.targets.interface import (
     comparable,
     exchange_of,
     fast_checks,
+    messages_keyed,
     messages_of,
     responses_agree,
     same_json,
@@ -503,25 +504,53 @@ def _address_key(message: Json) -> str:
     return _message_key(message.get("address") if type(message) is dict else None)
 
 
-def messages_verdict(step: dict[str, Json], expected_groups: list[list[Json]], actual: Json,
+#: A message the model sent in a step, with the branches behind it (SentMessage in
+#: model/schedules/state.py: the branch that sent it, and the one that fulfilled its task
+#: later in the step); () where the oracle cannot say, and the step's cause stands in.
+SentWithCause = tuple[Json, tuple[str, ...]]
+
+
+def messages_verdict(step: dict[str, Json], expected_groups: list[list[SentWithCause]], actual: Json,
                      cause: Callable[[], tuple[str, ...]] | tuple[str, ...] = (),
                      masks: MaskPolicy | None = None, exchange: str | None = None) -> Verdict:
     """Did the target send, in `step`, what workers should receive (messages_agree)? A
-    difference is of kind MESSAGES, classified like an answer's: the first differing path
-    of the two lists, each side sorted when they hold different messages (so that the
-    path names the field that differs: `$[].version`), else in the order sent (`$` for
-    a message one side has and the other not). A reply that is no list of messages is
-    the target's failure."""
+    difference is of kind MESSAGES, at the first differing path of the two lists, each
+    side sorted when they hold different messages (so that the path names the field that
+    differs: `$[].version`), else in the order sent (`$` for a message one side has and the
+    other not). Its cause is the branch behind a message the target did not send, each
+    such branch a class of its own (the first not masked is the verdict): in a tick that
+    fires many timeouts, which other timeouts fired beside it is no part of a missing
+    message's class. Where every model message arrived (the target sent more, or in
+    another order) the step's cause is the class's. A reply that is no list of messages
+    is the target's failure."""
     if type(actual) is not list or any(type(message) is not dict for message in actual):
         error = TargetError(f"messages() returned {dump(actual)[:300]}, not a list of JSON objects")
         return raised_verdict(step, step["op"], error, cause() if callable(cause) else cause, masks)
-    if messages_agree(expected_groups, actual):
+    plain = [[message for message, _ in group] for group in expected_groups]
+    if messages_agree(plain, actual):
         return None
-    expected = [message for group in expected_groups for message in group]
+    step_cause = cause() if callable(cause) else cause
+    expected = [message for group in plain for message in group]
+    causes: list[tuple[str, ...]] = []
     if Counter(map(_message_key, expected)) != Counter(map(_message_key, actual)):
+        received = Counter(map(_message_key, actual))
+        for group in expected_groups:
+            for message, why in group:
+                key = _message_key(message)
+                if received[key] > 0:
+                    received[key] -= 1
+                elif (why or step_cause) not in causes:
+                    causes.append(why or step_cause)
         expected, actual = sorted(expected, key=_message_key), sorted(actual, key=_message_key)
-    return compared_verdict(FindingKind.MESSAGES, step, expected, actual,
-                            cause() if callable(cause) else cause, masks, exchange=exchange)
+    labels: list[str] = []
+    ends_run = False
+    for why in causes or [step_cause]:
+        verdict = compared_verdict(FindingKind.MESSAGES, step, expected, actual, why, masks, exchange=exchange)
+        if type(verdict) is not Masked:
+            return verdict
+        labels += verdict.labels
+        ends_run = ends_run or verdict.ends_run
+    return Masked(tuple(dict.fromkeys(labels)), ends_run=ends_run)
 
 
 # --- one step on both sides ---
@@ -719,16 +748,22 @@ class StepJudge:
         return verdict
 
 
-def _message_hooks(oracle: Target, target: Target) -> tuple[Callable[[], list[list[Json]]],
+def _message_hooks(oracle: Target, target: Target) -> tuple[Callable[[], list[list[SentWithCause]]],
                                                             Callable[[], list[Json]]] | None:
-    """(the oracle's messages by group, the target's messages), or None when either side
-    has no `messages` hook. An oracle without `message_groups` sent its messages as one group."""
+    """(the oracle's messages by group, each with its cause, the target's messages), or
+    None when either side has no `messages` hook. An oracle without `message_groups` sent
+    its messages as one group, with no cause of their own. A target whose workers poll a
+    keyed outbox (TargetBase.messages_keyed) is compared with the model's messages as its
+    workers would poll them: one per key."""
     sent = messages_of(target)
     expected = messages_of(oracle)
     if sent is None or expected is None:
         return None
     grouped = getattr(oracle, "message_groups", None)
-    return (grouped if callable(grouped) else lambda: [expected()]), sent
+    if callable(grouped):
+        keyed = messages_keyed(target)
+        return (lambda: grouped(keyed=keyed)), sent
+    return (lambda: [[(message, ()) for message in expected()]]), sent
 
 
 def _with_messages(verdict: Verdict, messages: Verdict) -> Verdict:

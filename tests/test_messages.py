@@ -18,7 +18,9 @@ import pytest
 from duespec.cli import main
 from duespec.coverage import isolated
 from duespec.impl.schedules import ScheduleServer
-from duespec.judge import Difference, FindingKind, StepJudge, messages_agree, messages_verdict
+from duespec.judge import (
+    Difference, DivergenceClass, FindingKind, Masked, StepJudge, messages_agree, messages_verdict,
+)
 from duespec.systems.schedules import ModelTarget
 from duespec.targets.interface import TargetError
 from duespec.targets.stdio import StdioTargetFactory
@@ -78,12 +80,67 @@ def test_a_retry_sent_again_is_one_more_message_not_the_same_one() -> None:
 
 def test_a_difference_is_a_messages_class_named_by_the_step_requirements() -> None:
     step = {"i": 0, "op": "promise.create", "args": {}, "now": T0, "result": {}}
-    verdict = messages_verdict(step, [[]], [execute("p")], ("P-02.expired_at_creation",))
+    verdict = messages_verdict(step, [[]], [execute("p")], ("P-02.expired_at_creation",))  # an extra: the step's
     assert isinstance(verdict, Difference)
     assert verdict.divergence_class.label() == "messages promise.create $ [P-02] via P-02.expired_at_creation"
     assert "expected messages: []" in verdict.describe()
-    versions = messages_verdict(step, [[execute("p")]], [execute("p", version=3)], ("P-02",))
+    versions = messages_verdict(step, [[(execute("p"), ())]], [execute("p", version=3)], ("P-02",))
     assert isinstance(versions, Difference) and versions.path == "$[].message.version"
+
+
+def test_a_missing_message_is_a_class_of_the_branch_that_sent_it_each_its_own() -> None:
+    """In a tick that fires many timeouts, the class of a message the target did not send
+    is the branch behind that message, not every branch the tick took; two such messages of
+    two branches are two classes, and a masked one does not hide the other."""
+    step = {"i": 0, "op": "tick", "args": {}, "now": T0, "result": {}}
+    groups = [[(execute("a"), ("P-02.dispatched", "TO-01.task_fulfilled"))], [(execute("b"), ("TO-04.redispatched",))]]
+    tick_cause = ("ENV-01.promise", "ENV-01.retry", "P-02.dispatched", "TO-01.task_fulfilled", "TO-04.redispatched")
+    first = messages_verdict(step, groups, [execute("b")], tick_cause)
+    assert isinstance(first, Difference)
+    assert first.divergence_class.cause == ("P-02.dispatched", "TO-01.task_fulfilled")
+
+    class KnowsTheWithdrawal:
+        def classify(self, kind, op, cause, paths):
+            if cause == ("P-02.dispatched", "TO-01.task_fulfilled"):
+                return None, ["known: the withdrawal"]
+            return DivergenceClass(kind, op, (), paths[0], tuple(paths), cause), []
+    masks = KnowsTheWithdrawal()
+    assert isinstance(messages_verdict(step, groups, [execute("b")], tick_cause, masks), Masked)
+    second = messages_verdict(step, groups, [], tick_cause, masks)
+    assert isinstance(second, Difference) and second.divergence_class.cause == ("TO-04.redispatched",)
+    extra = messages_verdict(step, groups, [execute("a"), execute("b"), execute("c")], tick_cause, masks)
+    assert isinstance(extra, Difference) and extra.divergence_class.cause == tick_cause
+
+
+def test_a_message_moot_by_the_end_of_its_step_names_the_branch_that_made_it_so() -> None:
+    """A catch-up dispatches an occurrence whose promise times out in the same tick: the
+    execute's cause is its dispatch and the timeout that fulfilled its task (a server that
+    withdraws it, resonate-pg's F-4, differs in that class, not in a dispatch's)."""
+    model = ModelTarget()
+    model.reset(LEAN)
+    model.step("schedule.create", {"id": "s", "cron": "* * * * *", "promiseId": "p{{.timestamp}}",
+                                   "promiseTimeout": 1, "promiseParam": EMPTY,
+                                   "promiseTags": {"resonate:target": W}}, T0)
+    model.step("tick", {}, T0 + 2 * MINUTE + 1)
+    [catch_up] = model.message_groups()
+    assert catch_up == [(execute(f"p{T0 + k * MINUTE}"), ("P-02.dispatched", "TO-01.task_fulfilled")) for k in (1, 2)]
+
+
+def test_a_target_whose_workers_poll_a_keyed_outbox_gets_one_message_per_key() -> None:
+    """A retry that re-dispatches a task its catch-up dispatched in the same tick writes the
+    same key again: a worker polling after the tick reads it once, where it was first
+    written; a server pushing each message sends it twice (TargetBase.messages_keyed)."""
+    def catch_up_with_retries(keyed: bool) -> list:
+        model = ModelTarget()
+        model.reset(LEAN)
+        model.step("schedule.create", {"id": "s", "cron": "* * * * *", "promiseId": "p{{.timestamp}}",
+                                       "promiseTimeout": 3_600_000, "promiseParam": EMPTY,
+                                       "promiseTags": {"resonate:target": W}}, T0)
+        model.step("tick", {}, T0 + 3 * MINUTE)
+        return [[message for message, _ in group] for group in model.message_groups(keyed=keyed)]
+    occurrences = [execute(f"p{T0 + k * MINUTE}") for k in (1, 2, 3)]
+    assert catch_up_with_retries(keyed=True) == [occurrences]
+    assert catch_up_with_retries(keyed=False) == [occurrences, occurrences[:1], occurrences[1:2]]
 
 
 def test_messages_that_are_not_a_list_of_objects_are_the_target_failure() -> None:
@@ -104,7 +161,10 @@ def test_the_model_sends_a_catch_up_oldest_first_as_one_group() -> None:
     model.step("tick", {}, T0 + 3 * MINUTE)
     occurrences = [execute(f"p{T0 + k * MINUTE}") for k in (1, 2, 3)]
     # then the retries the catch-up armed at cronTime + 5 s that are due by now, one group each
-    assert model.message_groups() == [occurrences, occurrences[:1], occurrences[1:2]]
+    groups = model.message_groups()
+    assert [[message for message, _ in group] for group in groups] == [occurrences, occurrences[:1], occurrences[1:2]]
+    assert [[cause for _, cause in group] for group in groups] == [
+        [("P-02.dispatched",)] * 3, [("TO-04.redispatched",)], [("TO-04.redispatched",)]]
     assert model.messages() == []  # each step's messages once
 
 

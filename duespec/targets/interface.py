@@ -57,6 +57,14 @@ class TargetBase:
     (duespec.judge.messages_verdict). Raising TargetError with `not_offered` (or
     NotImplementedError) says the target has no such hook after all. Default: not offered."""
 
+    messages_keyed: bool = False
+    """Whether the target's workers poll a keyed outbox (the Lean's, OutboxEntry.key)
+    rather than receive each message as it is sent: then a message sent again under the
+    same key before the worker polls replaces the earlier one (stored where the first was,
+    as a table keyed by it keeps its row), and `messages()` gives one per key per step.
+    The model's messages are compared so (resonate-pg: its outbox table). Default: each
+    message sent is received."""
+
     snapshot: Callable[[], Any] | None = None
     """`snapshot()`: an oracle's whole state, to give back to `restore(snapshot)`, which
     takes back every step since. The judge uses it where a response-only campaign meets a
@@ -108,6 +116,11 @@ def messages_of(target: Target) -> Callable[[], list[Json]] | None:
     """The target's `messages` hook (TargetBase.messages), if it has one."""
     messages = getattr(target, "messages", None)
     return messages if callable(messages) else None
+
+
+def messages_keyed(target: Target) -> bool:
+    """Whether the target's workers poll a keyed outbox (TargetBase.messages_keyed)."""
+    return getattr(target, "messages_keyed", False) is True
 
 
 def close_target(target: Target | None) -> None:

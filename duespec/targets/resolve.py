@@ -26,7 +26,7 @@ from duespec.targets.deadline import deadline
 from duespec.targets.stdio import DEFAULT_TIMEOUT, START_TIMEOUT, StdioTargetFactory
 from duespec.systems import System
 from duespec.targets.interface import (Json, Target, TargetError, TargetFactory, UserInterrupt, fast_checks,
-                                      messages_of)
+                                      messages_keyed, messages_of)
 
 T = TypeVar("T")
 
@@ -239,6 +239,11 @@ class WatchedTarget:
             return None
         timeout = self.timeout
         return lambda: guarded("messages", messages, timeout)
+
+    @property
+    def messages_keyed(self) -> bool:
+        """Whether the wrapped target's workers poll a keyed outbox."""
+        return messages_keyed(self.inner)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)  # optional (docs/operations.md)

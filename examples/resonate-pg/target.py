@@ -187,6 +187,11 @@ def _drop(dsn: str, conn: psycopg.Connection) -> None:
 
 
 class ResonatePgTarget:
+    #: Workers poll resonate-pg's outbox table, one row per OutboxEntry.key (`_emit_execute`
+    #: upserts): a task dispatched twice before a worker polls is read once
+    #: (duespec.targets.interface.TargetBase.messages_keyed).
+    messages_keyed = True
+
     def __init__(self, dsn: str, *, own_connection: bool = False) -> None:
         """`own_connection`: a connection of this target's own (a stress client), opened
         on first use and closed by `close`; otherwise the campaign's shared one."""

@@ -153,4 +153,4 @@ def deployed_occurrence(state: ServerState, s: Schedule, cron_time: int, now: in
     set_promise_timeout(state, promise_id, timeout_at)
     set_task(state, TaskObject(id=promise_id, state="pending", version=0))
     set_task_timeout(state, promise_id, RETRY, now + state.config.retry_timeout)
-    set_message(state, target, Execute(promise_id, 0))
+    set_message(state, target, Execute(promise_id, 0), "DEP-03.pending")

@@ -26,7 +26,7 @@ def enqueue_resume(state: ServerState, awaited_id: str, awaiter_id: str, now: in
         if p is not None:
             target = tags_get(p.tags, "resonate:target") or ""
             if target != "":
-                set_message(state, target, Execute(t.id, t.version))
+                set_message(state, target, Execute(t.id, t.version), "R-00.resumed")
     elif t.state in ("pending", "acquired", "halted"):
         if awaited_id in t.resumes:
             reached("R-00.already_buffered")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from duespec.model.schedules.state import (
-    Execute, OutboxEntry, PromiseObject, Schedule, ServerState, TaskObject, Value,
+    Execute, OutboxEntry, PromiseObject, Schedule, SentMessage, ServerState, TaskObject, Value,
 )
 
 Json = Any
@@ -70,6 +70,12 @@ def observe(state: ServerState) -> Json:
 def sent_messages(state: ServerState) -> list[list[Json]]:
     """The messages sent since the last call, in order, grouped by the transition that sent
     them (docs/operations.md, "What a worker receives"); the log is emptied."""
-    groups = [[outbox_entry_json(entry) for entry in group] for group in state.sent if group]
+    return [[outbox_entry_json(sent.entry) for sent in group] for group in drain_sent(state)]
+
+
+def drain_sent(state: ServerState) -> list[list[SentMessage]]:
+    """The messages log since the last call, each message with the branches behind it
+    (SentMessage), grouped as sent_messages; the log is emptied."""
+    groups = [list(group) for group in state.sent if group]
     state.sent.clear()
     return groups

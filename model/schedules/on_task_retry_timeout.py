@@ -23,4 +23,5 @@ def on_task_retry_timeout(state: ServerState, id: str, now: int) -> None:
     set_task_timeout(state, t.id, RETRY, now + state.config.retry_timeout)
     p = get_promise(state, t.id)
     if p is not None:
-        set_message(state, tags_get(p.tags, "resonate:target") or "", Execute(t.id, t.version))
+        set_message(state, tags_get(p.tags, "resonate:target") or "", Execute(t.id, t.version),
+                    "TO-04.redispatched")

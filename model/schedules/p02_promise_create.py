@@ -37,7 +37,7 @@ def promise_create(state: ServerState, req: PromiseCreateReq, now: int) -> Res:
         if delay is None:
             reached("P-02.dispatched")
             set_task_timeout(state, t.id, RETRY, now + retry_timeout)
-            set_message(state, target, Execute(t.id, t.version))
+            set_message(state, target, Execute(t.id, t.version), "P-02.dispatched")
             return Res(200, promise=p)
         if delay_ms(delay) > now:
             reached("P-02.delayed")
@@ -45,7 +45,7 @@ def promise_create(state: ServerState, req: PromiseCreateReq, now: int) -> Res:
             return Res(200, promise=p)
         reached("P-02.delay_passed")
         set_task_timeout(state, t.id, RETRY, now + retry_timeout)
-        set_message(state, target, Execute(t.id, t.version))
+        set_message(state, target, Execute(t.id, t.version), "P-02.delay_passed")
         return Res(200, promise=p)
     reached("P-02.expired_at_creation")
     p = PromiseObject(id=req.id, state="resolved" if is_timer(req.tags) else "rejected_timedout",

@@ -12,7 +12,7 @@ from duespec.coverage import reached
 from duespec.model.schedules.enqueue_resume import enqueue_resume
 from duespec.model.schedules.state import (
     PromiseObject, ServerState, Unblock, del_promise_timeout, del_task_timeout, get_task,
-    set_message, set_promise, set_task,
+    note_fulfilled, set_message, set_promise, set_task,
 )
 
 
@@ -26,6 +26,7 @@ def settle(state: ServerState, pending: PromiseObject, settled: PromiseObject, n
     t = get_task(state, p.id)
     if t is not None:
         reached(f"{spec_id}.task_fulfilled")
+        note_fulfilled(state, t.id, f"{spec_id}.task_fulfilled")
         set_task(state, replace(t, state="fulfilled", pid=None, ttl=None, resumes=()))
         del_task_timeout(state, t.id)
     # Settlement scrub, a direct state update in the Lean: p can never resume anyone.
@@ -34,7 +35,7 @@ def settle(state: ServerState, pending: PromiseObject, settled: PromiseObject, n
             state.promises[q.id] = replace(q, callbacks=tuple(c for c in q.callbacks if c != p.id))
     for address in listeners:
         reached(f"{spec_id}.unblocked")
-        set_message(state, address, Unblock(p))
+        set_message(state, address, Unblock(p), f"{spec_id}.unblocked")
     for awaiter_id in callbacks:
         reached(f"{spec_id}.resumed")
         enqueue_resume(state, p.id, awaiter_id, now)

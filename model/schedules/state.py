@@ -97,6 +97,18 @@ def outbox_key(entry: OutboxEntry) -> str:
     return f"{entry.message.promise.id}:notify:{entry.address}"
 
 
+@dataclass
+class SentMessage:
+    """One setMessage as a worker receives it (not Lean state): the entry, the spec branch
+    that sent it, and the branch that fulfilled its task later in the same step, if one did
+    (then the message is moot when it arrives: a server may withdraw it, docs/findings.md
+    F-4, and a difference in it names both branches as its cause)."""
+
+    entry: OutboxEntry
+    branch: str
+    fulfilled_by: str | None = None
+
+
 @dataclass(frozen=True)
 class Config:
     retry_timeout: int = 5000
@@ -121,7 +133,7 @@ class ServerState:
     #: request, or one timeout the environment fired): what a worker receives, which the
     #: outbox (upserted by key, never drained) cannot show. Not Lean state; read and emptied
     #: by `observe.sent_messages`, and never read by a handler.
-    sent: list[list[OutboxEntry]] = field(default_factory=list)
+    sent: list[list[SentMessage]] = field(default_factory=list)
 
 
 def new_state(config: Config | None = None) -> ServerState:
@@ -213,12 +225,23 @@ def del_schedule_timeout(state: ServerState, id: str) -> None:
     state.schedule_timeouts.pop(id, None)
 
 
-def set_message(state: ServerState, address: str, message: Message) -> None:
+def set_message(state: ServerState, address: str, message: Message, branch: str) -> None:
+    """Lean setMessage; `branch`, the coverage tag of the branch sending it, goes with it
+    into the messages log (SentMessage)."""
     entry = OutboxEntry(address, message)
     state.outbox[outbox_key(entry)] = entry
     if not state.sent:
         state.sent.append([])
-    state.sent[-1].append(entry)
+    state.sent[-1].append(SentMessage(entry, branch))
+
+
+def note_fulfilled(state: ServerState, task_id: str, branch: str) -> None:
+    """Not Lean state: the executes this step sent for `task_id` are moot, its task
+    fulfilled by `branch` (SentMessage.fulfilled_by)."""
+    for group in state.sent:
+        for sent in group:
+            if isinstance(sent.entry.message, Execute) and sent.entry.message.task_id == task_id:
+                sent.fulfilled_by = branch
 
 
 def begin_transition(state: ServerState) -> None:

@@ -22,5 +22,6 @@ def task_release(state: ServerState, req: TaskVersionReq, now: int) -> Res:
     set_task(state, t)
     del_task_timeout(state, t.id)
     set_task_timeout(state, t.id, RETRY, now + state.config.retry_timeout)
-    set_message(state, tags_get(p.tags, "resonate:target") or "", Execute(t.id, t.version))
+    set_message(state, tags_get(p.tags, "resonate:target") or "", Execute(t.id, t.version),
+                "T-08.released")
     return Res(200)

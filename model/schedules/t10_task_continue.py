@@ -27,5 +27,6 @@ def task_continue(state: ServerState, req: IdReq, now: int) -> Res:
     t = replace(t, state="pending")
     set_task(state, t)
     set_task_timeout(state, t.id, RETRY, now + state.config.retry_timeout)
-    set_message(state, tags_get(p.tags, "resonate:target") or "", Execute(t.id, t.version))
+    set_message(state, tags_get(p.tags, "resonate:target") or "", Execute(t.id, t.version),
+                "T-10.continued")
     return Res(200)

@@ -84,17 +84,25 @@ class ModelTarget:
         self.state, self.observed = pickle.loads(saved), None
         self.state.sent.clear()
 
-    def message_groups(self) -> list[list[Json]]:
+    def message_groups(self, keyed: bool = False) -> list[list[tuple[Json, tuple[str, ...]]]]:
         """The messages the latest step sent, grouped by the transition that sent them (a
-        request, or one timeout a tick fired): the judge compares the order within a group
-        and leaves the order between groups free (duespec.judge.messages_verdict)."""
+        request, or one timeout a tick fired), each with its cause: the branch that sent
+        it, and the one that fulfilled its task later in the step, if one did. The judge
+        compares the order within a group and leaves the order between groups free
+        (duespec.judge.messages_verdict). `keyed`: as a worker polling the outbox after
+        the step receives them (TargetBase.messages_keyed): one per key, where the key was
+        first written, as last written."""
         assert self.state is not None, "reset() first"
-        return model.sent_messages(self.state)
+        groups = model.drain_sent(self.state)
+        if keyed:
+            groups = polled(groups)
+        return [[(model.outbox_entry_json(sent.entry), tuple(sorted(filter(None, {sent.branch, sent.fulfilled_by}))))
+                 for sent in group] for group in groups if group]
 
     def messages(self) -> list[Json]:
         """The Target hook (duespec.targets.interface.TargetBase.messages): the messages
         sent since the last call, in order."""
-        return [message for group in self.message_groups() for message in group]
+        return [message for group in self.message_groups() for message, _ in group]
 
     def observe(self) -> dict[str, Json]:
         assert self.state is not None, "reset() first"
@@ -104,6 +112,20 @@ class ModelTarget:
 
     def close(self) -> None:
         self.state = None
+
+
+def polled(groups: list[list[model.SentMessage]]) -> list[list[model.SentMessage]]:
+    """What a worker polling the outbox after the step receives: one message per key,
+    where the key was first written (a keyed row keeps its place), as last written."""
+    last = {model.outbox_key(sent.entry): sent for group in groups for sent in group}
+    first: list[list[model.SentMessage]] = []
+    for group in groups:
+        first.append([])
+        for sent in group:
+            key = model.outbox_key(sent.entry)
+            if key in last:
+                first[-1].append(last.pop(key))
+    return first
 
 
 def refuse_long_catch_up(state: model.ServerState, op: str, args: Json, now: Json) -> None:
