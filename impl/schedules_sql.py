@@ -239,7 +239,7 @@ class Store:
                 self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             self.db.executescript(SCHEMA)
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS firing (id TEXT PRIMARY KEY) WITHOUT ROWID")
-            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, "
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS creating (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, "
                             "timeout_at INTEGER NOT NULL, now INTEGER NOT NULL) WITHOUT ROWID")
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS sent (seq INTEGER PRIMARY KEY, address TEXT, "
                             "kind TEXT, task_id TEXT, version INTEGER, promise TEXT)")
@@ -313,7 +313,8 @@ class Store:
         takes the idempotent branch, which writes nothing; so only the absent ids matter,
         each written independently of the others (`_create_absent`)."""
         self.db.execute("DELETE FROM temp.creating")
-        self.db.executemany("INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) VALUES (?, ?, ?)", requests)
+        self.db.executemany("INSERT OR IGNORE INTO temp.creating (id, seq, timeout_at, now) VALUES (?, ?, ?, ?)",
+                            ((id, seq, timeout_at, now) for seq, (id, timeout_at, now) in enumerate(requests)))
         self._create_absent(shape)
 
     def create_occurrences(self, template: str, times: Sequence[int], promise_timeout: int,
@@ -328,17 +329,19 @@ class Store:
         the array in order) would create the id and the others find it, as in P-02."""
         self.db.execute("DELETE FROM temp.creating")
         self.db.execute(
-            "INSERT OR IGNORE INTO temp.creating (id, timeout_at, now) "
-            "SELECT replace(:template, :placeholder, value), value + :timeout, coalesce(:now, value) "
+            "INSERT OR IGNORE INTO temp.creating (id, seq, timeout_at, now) "
+            "SELECT replace(:template, :placeholder, value), key, value + :timeout, coalesce(:now, value) "
             "FROM json_each(:times)",
             {"template": template, "placeholder": TIMESTAMP_PLACEHOLDER, "timeout": promise_timeout,
              "now": now, "times": f"[{','.join(map(str, times))}]"})
         self._create_absent(shape)
 
     def _create_absent(self, shape: PromiseShape) -> None:
-        """The P-02 creates of temp.creating's ids that are not promises yet. The CASEs are
-        P-02's branches: created pending (with a task dispatched now or delayed) or created
-        already timed out."""
+        """The P-02 creates of temp.creating's ids that are not promises yet, in the order
+        they were asked for (`seq`: a catch-up's oldest first, as its executes must go out;
+        not by id, whose text order puts "s-1004486400000" before "s-991267200000"). The
+        CASEs are P-02's branches: created pending (with a task dispatched now or delayed)
+        or created already timed out."""
         db = self.db
         db.execute("DELETE FROM temp.creating "
                    "WHERE EXISTS (SELECT 1 FROM promises WHERE promises.id = creating.id)")
@@ -349,12 +352,12 @@ class Store:
             ":param, :value, :tags, timeout_at, "
             "CASE WHEN timeout_at > now THEN now ELSE timeout_at END, "
             "CASE WHEN timeout_at > now THEN NULL ELSE timeout_at END, '[]', '[]', :timer "
-            "FROM temp.creating ORDER BY id",
+            "FROM temp.creating ORDER BY seq",
             {"timed_out": timed_out_state(shape.tags), "param": dumps(shape.param.to_json()),
              "value": dumps(EMPTY_VALUE.to_json()), "tags": dumps(shape.tags), "timer": int(timer)})
         if is_external(shape.tags):
             db.execute("INSERT OR REPLACE INTO promise_timeouts (id, timeout) SELECT id, timeout_at "
-                       "FROM temp.creating WHERE timeout_at > now ORDER BY id")
+                       "FROM temp.creating WHERE timeout_at > now ORDER BY seq")
         target = shape.tags.get(TARGET_TAG)
         if target is None:
             return
@@ -362,13 +365,13 @@ class Store:
         times = {"delay": None if delay is None else delay_ms(delay), "retry": shape.retry_timeout}
         db.execute(f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) SELECT id, "
                    "CASE WHEN timeout_at > now THEN 'pending' ELSE 'fulfilled' END, 0, '[]', NULL, NULL "
-                   "FROM temp.creating ORDER BY id")
+                   "FROM temp.creating ORDER BY seq")
         db.execute("INSERT OR REPLACE INTO task_timeouts (id, kind, timeout) SELECT id, 0, "
                    "CASE WHEN :delay > now THEN :delay ELSE now + :retry END "
-                   "FROM temp.creating WHERE timeout_at > now ORDER BY id", times)
+                   "FROM temp.creating WHERE timeout_at > now ORDER BY seq", times)
         db.execute("INSERT OR REPLACE INTO outbox (key, address, kind, task_id, version, promise) "
                    "SELECT id, :target, 'execute', id, 0, NULL FROM temp.creating "
-                   "WHERE timeout_at > now AND NOT coalesce(:delay > now, 0) ORDER BY id",
+                   "WHERE timeout_at > now AND NOT coalesce(:delay > now, 0) ORDER BY seq",
                    {**times, "target": target})
 
     def pending_awaiters_of(self, promise_id: str) -> list[Promise]:

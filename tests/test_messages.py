@@ -196,6 +196,22 @@ def test_serve_hands_over_what_it_sent_once_and_the_http_target_reads_it() -> No
         target.close()
 
 
+def test_serve_sends_a_catch_up_oldest_first_across_a_digit_of_the_timestamp() -> None:
+    """Found by the long serve campaign below: the catch-up of a `0 0 31 * *` schedule from
+    May to November 2001 crosses 10^12 ms, and impl/ created its occurrences in the text
+    order of their ids ("tick-1004486400000" first), sending the October execute first."""
+    months = [991_267_200_000, 996_537_600_000, 999_216_000_000, 1_004_486_400_000]  # the 31sts
+    with ServerThread(WireServer()) as served:
+        target = HttpTarget(served.url, 10)
+        target.reset(LEAN)
+        target.step("schedule.create", {"id": "s", "cron": "0 0 31 * *", "promiseId": "tick-{{.timestamp}}",
+                                        "promiseTimeout": 60_000, "promiseParam": EMPTY,
+                                        "promiseTags": {"resonate:target": W}}, 991_008_000_000)
+        target.step("schedule.timeout", {"id": "s"}, 1_006_905_600_000)
+        assert target.messages() == [execute(f"tick-{month}") for month in months]
+        target.close()
+
+
 def test_a_server_on_the_real_clock_does_not_offer_messages() -> None:
     with ServerThread(WireServer(clock_mode="real")) as served:
         target = HttpTarget(served.url, 10)
