@@ -264,6 +264,8 @@ def test_conform_response_only_finds_the_planted_dispatch_bug_in_serve(tmp_path,
     out = capsys.readouterr().out
     assert code == 1, out[-3000:]
     assert f"class 1 of 1: {EXPIRED_DISPATCH} (not declared)" in out, out[-3000:]
+    # a trace has no messages: its replay would pass, which says nothing of the target's reset
+    assert "replaying it cannot show this class" in out and "state survives reset" not in out, out[-3000:]
 
 
 @pytest.mark.long

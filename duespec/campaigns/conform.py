@@ -249,6 +249,10 @@ def finding_details(settings: ReportSettings, result: CampaignResult, number: in
                 said = "both runs of the trace pass, so the leak needs more runs before it than the trace's two"
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
+    elif finding.kind == FindingKind.MESSAGES:
+        history = True
+        lines.append("(a trace records the answers, not what workers were sent, so replaying it cannot show "
+                     "this class: the conform command below reproduces it)")
     elif finding.kind == FindingKind.TARGET_TOO_SLOW:
         lines.append(f"(a call past --timeout {settings.timeout:g}s is a finding of its own, one class per op: "
                      f"not replayed here, since each replay waits the whole timeout; raise --timeout if the "
