@@ -24,6 +24,10 @@ from duespec.systems.schedules.ops import (
 )
 from duespec.targets.interface import Json
 
+#: A listener's address as a worker group's (an SDK's `poll://group@id`): any non-empty
+#: string is one to the Lean, and servers that check addresses (resonate-pg) take this one.
+LISTENER = "poll://any@listeners"
+
 
 class PromisesAndTasks:
     """Targets are drawn from the oracle's state most of the time (the current holder at
@@ -61,7 +65,7 @@ class PromisesAndTasks:
             self.invariants_hold()
             self.act("task.get", {"id": id})
         self.act("promise.settle", {"id": id, "state": "resolved", "value": PARAMS[1]})
-        self.act("promise.register_listener", {"awaited": id, "address": "poll://a"})
+        self.act("promise.register_listener", {"awaited": id, "address": LISTENER})
         if with_task:
             self.act("promise.settle", {"id": live, "state": "resolved", "value": PARAMS[1]})
 
@@ -261,9 +265,12 @@ class PromisesAndTasks:
         elif story in ("resumed_by_settle", "resumed_by_timeout"):
             by_timeout = story == "resumed_by_timeout"
             awaited = f"{AWAITED_ID}.{pick}"
+            # the awaited promise internal or external by turns: the Lean registers a callback
+            # on either; a server that refuses the internal one (resonate-pg) resumes by the other
+            external = {"resonate:timer": "true"} if by_timeout else TARGET
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
-                                        "tags": {"resonate:timer": "true"} if by_timeout else {}})
-            self.act("promise.register_listener", {"awaited": awaited, "address": "poll://a"})
+                                        "tags": external if pick % 2 == 0 else {}})
+            self.act("promise.register_listener", {"awaited": awaited, "address": LISTENER})
             self.act("task.suspend", {"id": id, "version": version,
                                       "actions": [{"awaited": awaited, "awaiter": id}]})
             if by_timeout:
@@ -278,7 +285,7 @@ class PromisesAndTasks:
                 self.act("task.create", {"pid": PIDS[0], "ttl": HOUR, "action": {
                     "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
-                                        "tags": {}})
+                                        "tags": TARGET if pick % 2 == 0 else {}})
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
             self.act("promise.settle", {"id": awaited, "state": "rejected", "value": PARAMS[1]})
         elif story == "fulfil_resumes_another":
