@@ -71,6 +71,19 @@ SURVIVORS: dict[str, tuple[str, str]] = {
     # --sample 6 --seed 1 (docs/mutation.md, section 3)
     "for-update _on_task_retry_timeout:909 id = p_id FOR UPDATE; -> id = p_id;":
         (EQUIVALENT, _ADVISORY_LOCK_FIRST),
+    "drop-statement task_heartbeat:663 UPDATE tasks t SET timeout_at = p_now + COALESCE(t.ttl, 0) ... -> (dropped)":
+        (GAP, "a heartbeat renews nothing (the ten variants' heartbeat_not_renewing, in another form): "
+              "task.create t (ttl 60000) at T, task.heartbeat at T + 30000, tick at T + 60000: the file "
+              "fires nothing (the lease runs to T + 90000), the mutant lapses the lease (execute t v2). "
+              "The --examples 20 campaign (41 runs) did not reach that story; the --examples 100 one "
+              "found the variant in 178 s"),
+    "cmp task_create:568 a_toat > p_now -> a_toat >= p_now":
+        (GAP, "task.create at exactly its action's timeoutAt: the file creates the promise timed out "
+              "(T-02.expired_at_creation: rejected_timedout, no task), the mutant creates it pending with "
+              "an acquired task; a task.create whose timeoutAt is its own now shows it in the answer. The "
+              "campaign draws it (task_lifecycle, timeout 0) but seldom on an absent id with a target: "
+              "T-02.expired_at_creation had 3 hits in a --examples 100 campaign's 815 runs against "
+              "resonate-pg; a task story that creates a fresh id at its own timeoutAt would show it"),
     "drop-statement task_create:589 DELETE FROM task_resumes WHERE task_id = t.id; -> (dropped)":
         (GAP, "task.create re-acquiring a pending task keeps the resumes it buffered: after task.create t, "
               "promise.create a (resonate:external), task.suspend t on a, promise.settle a, a second "
