@@ -5,7 +5,7 @@ goes through an effect of `state.py`. `step` is the JSON face of docs/operations
 
 from duespec.model.schedules.dispatch import step
 from duespec.model.schedules.observe import drain_sent, observe, outbox_entry_json, sent_messages
-from duespec.model.schedules.state import Config, SentMessage, ServerState, new_state, outbox_key
+from duespec.model.schedules.state import Config, SentMessage, ServerState, forget_sent, new_state, outbox_key
 
 __all__ = ["Config", "ServerState", "new_state", "step", "observe", "sent_messages", "drain_sent",
-           "outbox_entry_json", "outbox_key", "SentMessage"]
+           "outbox_entry_json", "outbox_key", "SentMessage", "forget_sent"]

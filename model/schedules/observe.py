@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from duespec.model.schedules.state import (
-    Execute, OutboxEntry, PromiseObject, Schedule, SentMessage, ServerState, TaskObject, Value,
+    Execute, OutboxEntry, PromiseObject, Schedule, SentMessage, ServerState, TaskObject, Value, forget_sent,
 )
 
 Json = Any
@@ -76,6 +77,9 @@ def sent_messages(state: ServerState) -> list[list[Json]]:
 def drain_sent(state: ServerState) -> list[list[SentMessage]]:
     """The messages log since the last call, each message with the branches behind it
     (SentMessage), grouped as sent_messages; the log is emptied."""
-    groups = [list(group) for group in state.sent if group]
-    state.sent.clear()
+    fulfilled = state.fulfilled
+    groups = [[replace(sent, fulfilled_by=fulfilled.get(sent.entry.message.task_id))
+               if isinstance(sent.entry.message, Execute) else sent for sent in group]
+              for group in state.sent if group]
+    forget_sent(state)
     return groups

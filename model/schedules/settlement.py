@@ -12,7 +12,7 @@ from duespec.coverage import reached
 from duespec.model.schedules.enqueue_resume import enqueue_resume
 from duespec.model.schedules.state import (
     PromiseObject, ServerState, Unblock, del_promise_timeout, del_task_timeout, get_task,
-    note_fulfilled, set_message, set_promise, set_task,
+    note_fulfilled, promises_naming_in_callbacks, set_message, set_promise, set_task,
 )
 
 
@@ -30,9 +30,9 @@ def settle(state: ServerState, pending: PromiseObject, settled: PromiseObject, n
         set_task(state, replace(t, state="fulfilled", pid=None, ttl=None, resumes=()))
         del_task_timeout(state, t.id)
     # Settlement scrub, a direct state update in the Lean: p can never resume anyone.
-    for q in list(state.promises.values()):
-        if q.state == "pending" and p.id in q.callbacks:
-            state.promises[q.id] = replace(q, callbacks=tuple(c for c in q.callbacks if c != p.id))
+    for q in promises_naming_in_callbacks(state, p.id):
+        if q.state == "pending":
+            set_promise(state, replace(q, callbacks=tuple(c for c in q.callbacks if c != p.id)))
     for address in listeners:
         reached(f"{spec_id}.unblocked")
         set_message(state, address, Unblock(p), f"{spec_id}.unblocked")

@@ -97,12 +97,13 @@ def outbox_key(entry: OutboxEntry) -> str:
     return f"{entry.message.promise.id}:notify:{entry.address}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class SentMessage:
     """One setMessage as a worker receives it (not Lean state): the entry, the spec branch
-    that sent it, and the branch that fulfilled its task later in the same step, if one did
-    (then the message is moot when it arrives: a server may withdraw it, docs/findings.md
-    F-4, and a difference in it names both branches as its cause)."""
+    that sent it, and (filled in when the log is read: observe.drain_sent) the branch that
+    fulfilled its task later in the same step, if one did. Then the message is moot when it
+    arrives: a server may withdraw it (docs/findings.md F-4), and a difference in it names
+    both branches as its cause."""
 
     entry: OutboxEntry
     branch: str
@@ -134,6 +135,13 @@ class ServerState:
     #: outbox (upserted by key, never drained) cannot show. Not Lean state; read and emptied
     #: by `observe.sent_messages`, and never read by a handler.
     sent: list[list[SentMessage]] = field(default_factory=list)
+    #: For each awaiter id, the promises whose callbacks name it: not Lean state, an index
+    #: set_promise keeps, so that the settlement scrub visits those promises instead of every
+    #: promise (a catch-up that times out a million occurrences in one tick settles each).
+    named_in_callbacks: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: The tasks fulfilled since the messages log was last read, by the branch that did
+    #: (SentMessage.fulfilled_by). Not Lean state, never read by a handler.
+    fulfilled: dict[str, str] = field(default_factory=dict)
 
 
 def new_state(config: Config | None = None) -> ServerState:
@@ -176,7 +184,18 @@ def get_promise(state: ServerState, id: str) -> PromiseObject | None:
 
 
 def set_promise(state: ServerState, p: PromiseObject) -> None:
+    old = state.promises.get(p.id)
+    index = state.named_in_callbacks
+    for awaiter in old.callbacks if old is not None else ():
+        index[awaiter] = index[awaiter] - {p.id}
+    for awaiter in p.callbacks:
+        index[awaiter] = index.get(awaiter, frozenset()) | {p.id}
     state.promises[p.id] = p
+
+
+def promises_naming_in_callbacks(state: ServerState, awaiter: str) -> list[PromiseObject]:
+    """Every promise whose callbacks name `awaiter`, by id."""
+    return [state.promises[id] for id in sorted(state.named_in_callbacks.get(awaiter, ()))]
 
 
 def get_task(state: ServerState, id: str) -> TaskObject | None:
@@ -213,8 +232,8 @@ def set_task_timeout(state: ServerState, id: str, kind: int, timeout: int) -> No
 
 def del_task_timeout(state: ServerState, id: str) -> None:
     """Every kind: the Lean filters on the id alone."""
-    for key in [key for key in state.task_timeouts if key[0] == id]:
-        del state.task_timeouts[key]
+    for kind in (RETRY, LEASE):
+        state.task_timeouts.pop((id, kind), None)
 
 
 def set_schedule_timeout(state: ServerState, id: str, timeout: int) -> None:
@@ -236,12 +255,15 @@ def set_message(state: ServerState, address: str, message: Message, branch: str)
 
 
 def note_fulfilled(state: ServerState, task_id: str, branch: str) -> None:
-    """Not Lean state: the executes this step sent for `task_id` are moot, its task
-    fulfilled by `branch` (SentMessage.fulfilled_by)."""
-    for group in state.sent:
-        for sent in group:
-            if isinstance(sent.entry.message, Execute) and sent.entry.message.task_id == task_id:
-                sent.fulfilled_by = branch
+    """Not Lean state: `branch` fulfilled the task, so the executes this step sent for it
+    are moot (SentMessage.fulfilled_by)."""
+    state.fulfilled[task_id] = branch
+
+
+def forget_sent(state: ServerState) -> None:
+    """Empty the messages log (a step starts, a step is taken back, a search forks)."""
+    state.sent = []
+    state.fulfilled = {}
 
 
 def begin_transition(state: ServerState) -> None:

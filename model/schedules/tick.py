@@ -14,6 +14,8 @@ promise and schedule timeouts instead (DEP-02) and fires no task timeouts."""
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from duespec.coverage import reached
 from duespec.model.schedules.on_promise_timeout import on_promise_timeout
 from duespec.model.schedules.on_schedule_timeout import on_schedule_timeout
@@ -27,15 +29,27 @@ KIND_ORDER = {"promise": 0, "schedule": 1}
 TASK_KIND_NAMES = {RETRY: "retry", LEASE: "lease"}
 
 
-def next_due(state: ServerState, now: int, fired_schedules: set[str]) -> tuple[str, str] | None:
-    due = [(timeout, KIND_ORDER["promise"], id) for id, timeout in state.promise_timeouts.items()
-           if timeout <= now]
-    due += [(timeout, KIND_ORDER["schedule"], id) for id, timeout in state.schedule_timeouts.items()
-            if timeout <= now and id not in fired_schedules]
-    if not due:
-        return None
-    _, kind, id = min(due)
-    return ("promise" if kind == KIND_ORDER["promise"] else "schedule", id)
+def due_in_order(state: ServerState, now: int, fired_schedules: set[str]) -> Iterator[tuple[str, str]]:
+    """The promise and schedule timeouts to fire, one at a time: each time, the smallest
+    (timeout, kind, id) due then, a schedule at most once. Only a schedule's firing can arm
+    another due timeout (its catch-up creates promises, each with its own); a promise's
+    firing disarms that promise's alone. So the due list is read anew after a schedule
+    fires, and otherwise taken in order, each entry fired only if still armed as listed
+    (one pass over the timeouts per schedule fired, not per timeout fired)."""
+    while True:
+        due = sorted([(timeout, KIND_ORDER["promise"], id) for id, timeout in state.promise_timeouts.items()
+                      if timeout <= now]
+                     + [(timeout, KIND_ORDER["schedule"], id) for id, timeout in state.schedule_timeouts.items()
+                        if timeout <= now and id not in fired_schedules])
+        for timeout, kind, id in due:
+            if kind == KIND_ORDER["promise"]:
+                if state.promise_timeouts.get(id) == timeout:
+                    yield "promise", id
+            elif state.schedule_timeouts.get(id) == timeout and id not in fired_schedules:
+                yield "schedule", id
+                break  # what its catch-up armed is read with the rest
+        else:
+            return
 
 
 def due_tasks(state: ServerState, now: int) -> list[tuple[str, int]]:
@@ -49,8 +63,7 @@ def tick(state: ServerState, now: int) -> list[dict[str, str]]:
         return deployed_tick(state, now)
     fired = []
     fired_schedules: set[str] = set()
-    while (due := next_due(state, now, fired_schedules)) is not None:
-        kind, id = due
+    for kind, id in due_in_order(state, now, fired_schedules):
         begin_transition(state)
         if kind == "promise":
             reached("ENV-01.promise")

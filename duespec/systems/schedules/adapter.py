@@ -69,7 +69,7 @@ class ModelTarget:
         if op in ("tick", "schedule.timeout"):
             refuse_long_catch_up(self.state, op, args, now)
         self.observed = None
-        self.state.sent.clear()  # messages() tells one step's: the log never outgrows a step
+        model.forget_sent(self.state)  # messages() tells one step's: the log never outgrows a step
         return model.step(self.state, op, args, now)
 
     def snapshot(self) -> bytes:
@@ -82,7 +82,7 @@ class ModelTarget:
         """Back to `saved`, a snapshot(): what the steps since then did is taken back,
         their messages too (the step was never taken, so it sent nothing)."""
         self.state, self.observed = pickle.loads(saved), None
-        self.state.sent.clear()
+        model.forget_sent(self.state)
 
     def message_groups(self, keyed: bool = False) -> list[list[tuple[Json, tuple[str, ...]]]]:
         """The messages the latest step sent, grouped by the transition that sent them (a

@@ -25,7 +25,7 @@ def fork_model(target: ModelTarget) -> ModelTarget:
     # dispatched (never read by a handler), so a fork starts a log of its own.
     for name in _collections(s):
         fields[name] = fields[name].copy()
-    state.sent = []
+    model.forget_sent(state)
     copy = object.__new__(ModelTarget)
     copy.__dict__.update(target.__dict__)
     copy.state = state
