@@ -273,6 +273,10 @@ class PromisesAndTasks:
             self.act("promise.register_listener", {"awaited": awaited, "address": LISTENER})
             self.act("task.suspend", {"id": id, "version": version,
                                       "actions": [{"awaited": awaited, "awaiter": id}]})
+            # another promise settles first: its settlement scrub must leave this callback be
+            other = f"{awaited}.other"
+            self.act("promise.create", {"id": other, "timeoutAt": self.now + MINUTE, "param": PARAMS[0], "tags": {}})
+            self.act("promise.settle", {"id": other, "state": "resolved", "value": PARAMS[1]})
             if by_timeout:
                 self.move_clock(self.now + MINUTE)
                 self.act("tick", {})
