@@ -134,17 +134,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
                      "trips it, and stops on a pass that fired nothing, not on the count); no protocol call "
                      "returns it (section 11 grants resonate_worker neither function): arithmetic on a value "
                      "no client sees"),
-    "cmp _cascade_settle:287 awaiter_id = p.id -> awaiter_id <> p.id":
-        (GAP, "every settle deletes the other awaiters' callbacks on pending promises (and keeps the settled "
-              "promise's own): task.create t (resonate:target), promise.create a and b (resonate:timer), "
-              "task.suspend t on [a] (200), promise.settle b, promise.settle a: task.get t answers pending "
-              "with 1 resume and t's worker is sent execute t v1 in the file, as the spec resumes it (R-00); "
-              "suspended, 0 resumes and no message in the mutant (shown by hand). The campaign's stories "
-              "never settle another promise while a suspended task waits, and the resume stories end on "
-              "resonate-pg before their suspend (resumed_by_settle and resumed_by_timeout register the "
-              "listener poll://a, declared, and resumed_by_settle awaits an internal promise, 422, known); "
-              + _FEW_RUNS_PAST_THE_OPENING + ". A story that suspends on an external promise and settles an "
-              "unrelated one before it would show it"),
     "off-by-one _enqueue_resume:254 now + _retry_timeout() WHERE -> now + _retry_timeout() - 1 WHERE":
         (GAP, "a resumed task's retry is due one ms early: task.create t, promise.create a (resonate:timer), "
               "task.suspend t on [a], promise.settle a at T (t pending, execute t v1 sent), tick at "
@@ -155,15 +144,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
               "would show it"),
     "lock task_acquire:606 PERFORM _lock(p_id); -> (dropped)":
         (EQUIVALENT, _ROW_LOCK_SUFFICES),
-    "cmp _enqueue_resume:252 t.state = 'suspended' -> t.state <> 'suspended'":
-        (GAP, "a suspended task is never resumed (and a pending, acquired or halted one is reset to pending "
-              "instead of buffering the resume): task.create t, promise.create a (resonate:timer), "
-              "task.suspend t on [a], promise.settle a: task.get t answers pending with 1 resume and execute "
-              "t v1 is sent in the file and the spec (R-00), suspended with no message in the mutant (shown "
-              "by hand). The one resume story resonate-pg lets through is fulfil_resumes_another (the others "
-              "register the listener poll://a or await an internal promise first), and " +
-              _FEW_RUNS_PAST_THE_OPENING + ": more examples, or the resume stories with an address and an "
-              "awaited promise resonate-pg accepts, would show it"),
     "off-by-one _promise_json_raw:199 _promise_json(p, -1) $$; -> _promise_json(p, -2) $$;":
         (GAP, "the projection of task.create's and task.fulfill's promise differs only for a pending promise "
               "due at -1, which only a request at a negative now can store: task.create {action: {id t, "
