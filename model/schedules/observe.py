@@ -68,15 +68,10 @@ def observe(state: ServerState) -> Json:
     }
 
 
-def sent_messages(state: ServerState) -> list[list[Json]]:
-    """The messages sent since the last call, in order, grouped by the transition that sent
-    them (docs/operations.md, "What a worker receives"); the log is emptied."""
-    return [[outbox_entry_json(sent.entry) for sent in group] for group in drain_sent(state)]
-
-
 def drain_sent(state: ServerState) -> list[list[SentMessage]]:
-    """The messages log since the last call, each message with the branches behind it
-    (SentMessage), grouped as sent_messages; the log is emptied."""
+    """The messages sent since the last call, in order, grouped by the transition that sent
+    them (docs/operations.md, "What a worker receives"), each with the branches behind it
+    (SentMessage); the log is emptied."""
     fulfilled = state.fulfilled
     groups = [[replace(sent, fulfilled_by=fulfilled.get(sent.entry.message.task_id))
                if isinstance(sent.entry.message, Execute) else sent for sent in group]

@@ -133,7 +133,7 @@ class ServerState:
     #: Every message setMessage sent, in order, grouped by the transition that sent it (one
     #: request, or one timeout the environment fired): what a worker receives, which the
     #: outbox (upserted by key, never drained) cannot show. Not Lean state; read and emptied
-    #: by `observe.sent_messages`, and never read by a handler.
+    #: by `observe.drain_sent`, and never read by a handler.
     sent: list[list[SentMessage]] = field(default_factory=list)
     #: For each awaiter id, the promises whose callbacks name it: not Lean state, an index
     #: set_promise keeps, so that the settlement scrub visits those promises instead of every
