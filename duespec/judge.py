@@ -114,6 +114,9 @@ def requirement_of(tag: str) -> str:
 #: The last entry of a cause whose request the spec refuses as malformed.
 REFUSED = "refused"
 
+#: Where an answer's status is: a class whose answers differed there is one of another outcome.
+STATUS = "$.status"
+
 
 def requirements_of(tags: Iterable[str]) -> tuple[str, ...]:
     """The requirement IDs of coverage tags (or of a cause: its REFUSED is none)."""
@@ -170,13 +173,24 @@ class DivergenceClass:
         text = f"{self.group} [{requirements}]"
         return f"{text} via {', '.join(self.cause)}" if self.cause else text
 
-    def masks(self, kind: str, op: str, path: str, cause: tuple[str, ...] = ()) -> bool:
+    @property
+    def status_differs(self) -> bool:
+        """The target answered with another status than the model (a refusal of a request
+        the spec takes, or the other way round), not just other content."""
+        return STATUS in (self.paths or (self.path,))
+
+    def masks(self, kind: str, op: str, path: str, cause: tuple[str, ...] = (),
+              status_differs: bool | None = None) -> bool:
         """Whether a later difference is this class again: a raise at the same site, or the
-        same kind, op and cause at one of the paths that differed here (or under one)."""
+        same kind, op and cause at one of the paths that differed here (or under one), and,
+        for an answer, the status differing in both or in neither: a server that refuses a
+        valid request is not thereby known to answer it wrongly when it takes it."""
         if kind == FindingKind.TARGET_RAISED:
             return self.kind == FindingKind.TARGET_RAISED and path == self.path
         if kind == FindingKind.TARGET_TOO_SLOW:  # one class per op, however slow
             return self.kind == kind and op == self.op
+        if status_differs is not None and kind == FindingKind.RESPONSE and status_differs != self.status_differs:
+            return False
         return (kind == self.kind and op == self.op and cause == self.cause
                 and any(covers(mine, path) for mine in self.paths or (self.path,)))
 
@@ -306,8 +320,11 @@ class MaskPolicy(Protocol):
         """The class of a difference at `paths` with this cause, None when every path is
         masked, and the labels of the masks that covered the others."""
 
-    def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
-        """The label of what masks this one place (DECLARED ..., FOUND ...), or None."""
+    def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str,
+                status_differs: bool | None = None) -> str | None:
+        """The label of what masks this one place (DECLARED ..., FOUND ...), or None;
+        `status_differs`: whether the answer's status differed (a class masks only its own
+        outcome), None where that does not apply."""
 
     def masks_op(self, op: str) -> bool:
         """Whether some class of this op is masked (found, known or declared)."""

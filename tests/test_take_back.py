@@ -10,6 +10,7 @@ accepts have this shape (examples/resonate-pg/baseline.json)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ SCHEDULES = get_system("schedules")
 
 #: Whether Server also has a bug met only in a run that went on past the refusal.
 LATER_BUG = {"on": False}
+#: Whether Server also answers every schedule it takes with the promise timeout lost.
+TAKEN_WRONG = {"on": False}
 
 
 class Server:
@@ -42,36 +45,33 @@ class Server:
             self.inner.step("schedule.delete", {"id": EDGE_ID}, now)  # taken back: never created
             self.refused = True
             return {"status": 400}
+        if TAKEN_WRONG["on"] and op == "schedule.create" and answer.get("status") == 200:
+            return {**answer, "schedule": {**answer["schedule"], "promiseTimeout": 0}}
         if LATER_BUG["on"] and self.refused and op == "schedule.get" and answer.get("status") == 200:
             return {**answer, "schedule": {**answer["schedule"], "promiseTimeout": 0}}
         return answer
 
 
 def campaign(**settings: Any) -> Any:
-    return run_campaign(SCHEDULES, Server, examples=10, depth=0, observe=False, max_classes=5,
-                        **settings)
+    return run_campaign(SCHEDULES, Server, **{"examples": 10, "depth": 0, "observe": False, "max_classes": 5,
+                                              **settings})
 
 
 @pytest.fixture(scope="module")
-def refusal() -> Any:
-    """The class of the refusal, found by a campaign with no baseline: it ends a run, as
-    a class found for the first time does; nothing else differs once it is taken back."""
-    first = campaign()
-    found = refusal_of_edge(first)
-    assert found.paths == ("$.schedule", "$.status")
-    assert [f.divergence_class for f in first.findings] == [found]
-    return found
-
-
-def refusal_of_edge(result: Any) -> Any:
-    found = [f.divergence_class for f in result.findings
-             if f.divergence_class is not None and f.divergence_class.op == "schedule.create"]
-    assert found, [f.divergence_class.label() for f in result.findings if f.divergence_class]
-    return found[0]
+def refusal() -> list[Any]:
+    """The class of the refusal, found by a campaign with no baseline: it ends a run, as a
+    class found for the first time does. The edges' crons take two more branches of the
+    cron's meaning (a day-of-week 7, both day fields restricted): the same refusal in
+    each is a class of its own, added as a longer campaign would find it."""
+    first = campaign(max_classes=1)
+    found = first.findings[0].divergence_class
+    assert found is not None and found.op == "schedule.create" and found.paths == ("$.schedule", "$.status")
+    return [found, *(replace(found, cause=tuple(sorted((*found.cause, branch))))
+                     for branch in ("C-04.sunday_seven", "C-05.either_day"))]
 
 
 def test_a_run_goes_on_past_a_known_refusal_of_what_the_model_took(refusal: Any) -> None:
-    known = campaign(baseline=[refusal])
+    known = campaign(baseline=refusal)
     assert not known.findings
     assert known.masks is not None
     assert known.masks.skipped, "the refusals were met, and not compared"
@@ -81,6 +81,18 @@ def test_a_run_goes_on_past_a_known_refusal_of_what_the_model_took(refusal: Any)
 
 def test_a_bug_past_a_known_refusal_is_found(refusal: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(LATER_BUG, "on", True)
-    result = campaign(baseline=[refusal])
+    result = campaign(baseline=refusal)
     groups = {f.divergence_class.group for f in result.findings if f.divergence_class is not None}
     assert "response schedule.get $.schedule.promiseTimeout" in groups, groups
+
+
+def test_a_known_refusal_does_not_hide_a_wrong_answer_to_what_the_target_took(
+        refusal: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal's class covers `$.schedule` of schedule.create in its cause; a schedule
+    the target takes and answers wrongly, in the same cause, is another outcome: a class."""
+    monkeypatch.setitem(TAKEN_WRONG, "on", True)
+    result = campaign(baseline=refusal, max_classes=1)
+    wrong = [f.divergence_class for f in result.findings if f.divergence_class is not None
+             and f.divergence_class.op == "schedule.create" and not f.divergence_class.status_differs]
+    causes = {known.cause for known in refusal}
+    assert any(found.cause in causes for found in wrong), (causes, [f.label() for f in wrong])

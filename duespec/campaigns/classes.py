@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duespec.campaigns.declared import in_declared_order
-from duespec.judge import DECLARED, FOUND, KNOWN, REFUSED, DivergenceClass, FindingKind, requirements_of
+from duespec.judge import DECLARED, FOUND, KNOWN, REFUSED, STATUS, DivergenceClass, FindingKind, requirements_of
 
 
 class RunPrefix:
@@ -87,15 +87,16 @@ class Masks:
     #: again: a run that makes one ends there, as it would after waiting the timeout out.
     slow_requests: dict[str, str] = field(default_factory=dict)
 
-    def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str) -> str | None:
+    def mask_of(self, kind: FindingKind, op: str, cause: tuple[str, ...], path: str,
+                status_differs: bool | None = None) -> str | None:
         for entry in self.active:
             if entry.matches(kind, op, cause, path, self.profile):
                 return DECLARED + entry.describe()
         for found in self.undeclared:
-            if found.masks(kind, op, path, cause):
+            if found.masks(kind, op, path, cause, status_differs):
                 return FOUND + found.label()
         for known in self.known:
-            if known.masks(kind, op, path, cause):
+            if known.masks(kind, op, path, cause, status_differs):
                 return KNOWN + known.label()
         return None
 
@@ -128,8 +129,9 @@ class Masks:
         """The class of a difference at `paths` with this cause (None when every path is
         masked), and the labels of the masks that covered the others (each once)."""
         masked, open_paths = [], []
+        status_differs = kind == FindingKind.RESPONSE and STATUS in paths
         for path in paths:
-            mask = self.mask_of(kind, op, cause, path)
+            mask = self.mask_of(kind, op, cause, path, status_differs)
             if mask is None:
                 open_paths.append(path)
             else:
@@ -139,8 +141,9 @@ class Masks:
         requirements = requirements_of(cause)
         undeclared = [p for p in open_paths if self.declaring(kind, op, cause, p) is None]
         first = (undeclared or open_paths)[0]
-        return (DivergenceClass(kind, op, requirements, first, tuple(open_paths), cause),
-                list(dict.fromkeys(masked)))
+        # a status masked here still differed: the class is one of another outcome
+        kept = (*open_paths, STATUS) if status_differs and STATUS not in open_paths else tuple(open_paths)
+        return DivergenceClass(kind, op, requirements, first, kept, cause), list(dict.fromkeys(masked))
 
     def declarations_of(self, found: DivergenceClass) -> list[Any] | None:
         """The declared entries that name every path of a class, or None when one is named by none."""

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from duespec.coverage import reached
-from duespec.spec.cron_dialect import HORIZON_MS, MINUTE_MS, parse
+from duespec.spec.cron_dialect import ALIASES, HORIZON_MS, MINUTE_MS, parse
 
 if TYPE_CHECKING:
     from croniter import croniter
@@ -23,6 +23,8 @@ def next_cron(cron: str, after_ms: int) -> int:
     if not 0 <= after_ms < HORIZON_MS:
         raise ValueError(f"after_ms must lie in [0, {HORIZON_MS}), got {after_ms}")
     day_or = _both_days_restricted(cron)
+    for branch in _rules_read(cron):
+        reached(branch)
     # Fire instants are whole minutes, so those after `after_ms` are exactly those after the
     # start of its minute: croniter then only ever sees an exact whole number of seconds.
     minute_start = after_ms - after_ms % MINUTE_MS
@@ -53,6 +55,22 @@ def _both_days_restricted(cron: str) -> bool:
     """Validate once per expression; True when both day fields restrict (croniter ORs them)."""
     expression = parse(cron)
     return not (expression.any_day or expression.any_weekday)
+
+
+@lru_cache(maxsize=4096)
+def _rules_read(cron: str) -> tuple[str, ...]:
+    """The dialect's rules that give this expression its meaning beyond one value per field,
+    as branches: a day-of-week 7 read as Sunday (C-04), both day fields restricted and
+    ORed (C-05). A server that reads one of them otherwise differs for that reason, which
+    is then the difference's cause, apart from a next fire computed wrong for another."""
+    rules = ["C-05.either_day"] if _both_days_restricted(cron) else []  # validates it first
+    words = ALIASES.get(cron.strip(" \t").lower(), cron).split()
+    for item in words[4].split(","):
+        ends = item.partition("/")[0].split("-")
+        if any(end.isdigit() and int(end) == 7 for end in ends):
+            rules.append("C-04.sunday_seven")
+            break
+    return tuple(rules)
 
 
 @lru_cache(maxsize=4096)
