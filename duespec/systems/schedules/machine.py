@@ -82,6 +82,7 @@ class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
         self.catch_up = self.config.get("catch_up", "all")
         self.now = EPOCH_2025
         self.deleted: list[str] = []
+        self.stories_told = 0  # task stories, taken in turn (PromisesAndTasks.task_story)
         self.state = self.oracle_state()
 
     def act(self, op: str, args: dict[str, Json]) -> dict[str, Json]:

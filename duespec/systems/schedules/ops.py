@@ -255,7 +255,7 @@ SETTLE_STATES = ("resolved", "rejected", "rejected_canceled")
 TASK_STORIES = ("lease_lapses", "resumed_by_settle", "resumed_by_timeout", "resume_buffered",
                 "fulfil_resumes_another", "stale_worker", "halt_twice_then_continue",
                 "fence_then_create_on_untargeted", "fulfilled_before_its_resume", "a_deadline_to_the_ms",
-                "awaited_at_its_timeout")
+                "awaited_at_its_timeout", "a_fresh_lease_to_the_ms")
 #: One malformed request per op, and the two searches (501 whatever the args).
 ODD_TASK_REQUESTS = (
     ("promise.settle", {"id": "t1", "state": "pending", "value": PARAMS[0]}),
