@@ -362,3 +362,24 @@ def test_the_impl_minute_table_is_a_scan_of_the_day(minutes: set[int], hours: se
     for minute_of_day in range(1440):
         later = [fire for fire in fires if fire >= minute_of_day]
         assert table[minute_of_day] == (later[0] - minute_of_day if later else -1)
+
+
+@pytest.mark.parametrize("cron, rules", [
+    ("0 0 1 * 7", {"C-04.sunday_seven", "C-05.either_day"}),
+    ("0 0 * * 6-7", {"C-04.sunday_seven"}),
+    ("0 0 * * 1-7/2", {"C-04.sunday_seven"}),
+    ("0 0 15 * mon", {"C-05.either_day"}),
+    ("0 0 * * */7", set()),  # a step from `*`: Sunday as 0, no 7 written
+    ("0 0 * * 0", set()),
+    ("@weekly", set()),
+])
+def test_a_next_fire_names_the_cron_rules_it_reads(cron: str, rules: set[str]) -> None:
+    """The cause of a difference at a next fire: a server that reads Sunday as 7 or the
+    two day fields otherwise differs by that rule, a class apart from a fire computed
+    wrong for another reason (examples/resonate-pg: F-1b)."""
+    from duespec.coverage import isolated
+    from duespec.model.schedules.next_cron import next_cron
+
+    with isolated() as tags:
+        next_cron(cron, 1735689600000)
+    assert {tag for tag in tags if tag.startswith(("C-04", "C-05"))} == rules
