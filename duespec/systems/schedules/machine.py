@@ -52,6 +52,7 @@ from duespec.systems.schedules.ops import (
     RETRY_TIMEOUTS,
     SCHEDULE_IDS,
     SCHEDULE_STORIES,
+    TASK_STORIES,
     STARTING_WORK,
     STARTS,
     TAGS,
@@ -150,6 +151,12 @@ class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
                   * len(STARTING_WORK) + STARTING_WORK.index(work)) * len(TTLS) + TTLS.index(ttl))
         self.sends_a_block_of_the_malformation_matrix(draws % len(MATRIX_BLOCKS))
         self.some_work_to_start_with(work, ttl)
+        if work != "none" and not self.excluded_ops:
+            # one task story on that work, chosen by the opening's draws as the edges are:
+            # told as a rule alone, a story came a few times in a short campaign, each
+            # deadline to the millisecond fewer (a resumed task's retry: never in 41 runs
+            # against resonate-pg)
+            self.task_story(TASK_STORIES[draws % len(TASK_STORIES)], pick=draws % 31, off=(-1, 1)[draws % 2])
 
     def sends_each_edge_of_one_field(self, field: str) -> None:
         """SR-05: every cron of one field's edges in turn, the other arguments valid: each

@@ -358,11 +358,13 @@ class PromisesAndTasks:
                                       "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
             self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
         elif story == "a_fresh_lease_to_the_ms":
-            # a task created acquired, its lease either side of the millisecond
+            # a task created acquired, its lease either side of the millisecond, then the
+            # retry its lapse arms
             fresh = f"{AWAITED_ID}.{pick}.leased"
             self.act("task.create", {"pid": PIDS[0], "ttl": TTLS[1 + pick % (len(TTLS) - 1)], "action": {
                 "id": fresh, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
             self.ticks_either_side(self.lease_of(fresh))
+            self.ticks_either_side(self.deadline_of(fresh, RETRY))  # the retry its lapse armed
         elif story == "a_deadline_to_the_ms":
             # a tick 1 ms before the next task deadline (a lease, or a retry after a resume
             # or a lapse), then one at it: it must not fire at the first and must at the
