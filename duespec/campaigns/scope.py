@@ -90,7 +90,8 @@ def rule_ops(machine: type, ops: frozenset[str]) -> tuple[dict[str, frozenset[st
         if getattr(member, RULE_MARKER, None) is not None:
             rules[name] = _calls(machine, name, ops, frozenset())
         elif getattr(member, INITIALIZE_RULE_MARKER, None) is not None:
-            openers[name] = _calls(machine, name, ops, frozenset())
+            # what an opening calls only in a campaign that leaves out no op is not followed
+            openers[name] = _calls(machine, name, ops, frozenset(getattr(machine, "opening_with_every_op", ())))
     return rules, openers
 
 

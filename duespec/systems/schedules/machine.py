@@ -76,6 +76,8 @@ class SchedulesMachine(DialectAndCatchUp, PromisesAndTasks, ProtocolMachine):
     system = "schedules"
     #: The opening sends each step only when its op is in the campaign (--ops/--skip-ops).
     skippable_in_opening = frozenset({"schedule.create", "schedule.delete", "promise.create", "task.create"})
+    #: What the opening does only in a campaign that leaves out no op (its task story).
+    opening_with_every_op = frozenset({"task_story"})
 
     def __init__(self) -> None:
         super().__init__()
