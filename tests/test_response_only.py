@@ -174,3 +174,21 @@ def test_the_correct_implementation_holds_response_only(tmp_path: Path, capsys: 
 def test_state_is_required_when_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert conform(tmp_path, "duebook", "CancelThatKeeps", "--observe", "state") == 2
     assert "target unusable" in capsys.readouterr().err
+
+
+def test_after_a_timer_pass_the_reads_are_of_what_the_model_changed() -> None:
+    """A tick reads back every object the model's rule added, changed or removed, and no
+    other: the timed-out promise, its task and the schedule's new occurrence; not the
+    promise still pending, nor the task no timer touched."""
+    from duespec.systems.schedules.reads import reads
+
+    pending = {"id": "p", "state": "pending", "timeoutAt": 9}
+    timed_out = {"id": "q", "state": "pending", "timeoutAt": 1}
+    before = {"promises": [pending, timed_out], "tasks": [{"id": "q", "state": "pending"}, {"id": "u"}],
+              "schedules": [{"id": "s", "nextRunAt": 1}]}
+    after = {"promises": [pending, {**timed_out, "state": "rejected_timedout"}, {"id": "s.1", "state": "pending"}],
+             "tasks": [{"id": "q", "state": "fulfilled"}, {"id": "u"}], "schedules": [{"id": "s", "nextRunAt": 2}]}
+    tick = {"op": "tick", "args": {}, "now": 1, "result": {"status": 200, "fired": []}}
+    assert reads(tick, before, after) == [("promise.get", {"id": "q"}), ("promise.get", {"id": "s.1"}),
+                                          ("task.get", {"id": "q"}), ("schedule.get", {"id": "s"})]
+    assert reads(tick, after, after) == []

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from duespec.campaigns.classes import Masks
 from duespec.campaigns.run import run_campaign
+from duespec.judge import Difference, StepJudge
 from duespec.systems import get_system
 from duespec.systems.schedules.ops import EDGE_ID
 
@@ -96,3 +98,58 @@ def test_a_known_refusal_does_not_hide_a_wrong_answer_to_what_the_target_took(
              and f.divergence_class.op == "schedule.create" and not f.divergence_class.status_differs]
     causes = {known.cause for known in refusal}
     assert any(found.cause in causes for found in wrong), (causes, [f.label() for f in wrong])
+
+
+#: 2025-01-01T00:00:00Z, and what the steps below create with.
+T0, EMPTY, WORKERS = 1_735_689_600_000, {"headers": {}, "data": None}, {"resonate:target": "poll://any@w"}
+
+
+class RefusesInternalAwaited:
+    """duespec's implementation, except that task.suspend on a promise with no tags (an
+    internal one) is 422 and changes nothing, as resonate-pg answers it."""
+
+    def __init__(self) -> None:
+        self.inner = SCHEDULES.impl()
+        self.promises: dict[str, Any] = {}
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+
+    def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
+        if op == "promise.create":
+            self.promises[args["id"]] = args["tags"]
+        if op == "task.suspend" and any(not self.promises.get(a["awaited"]) for a in args["actions"]):
+            return {"status": 422}
+        return self.inner.step(op, args, now)
+
+
+def test_a_300_the_target_refused_is_taken_back() -> None:
+    """task.suspend's 300 takes effect (T-06: it clears the task's buffered resumes): where
+    the target refused it, of a known class, the model's step is taken back like a 200's,
+    and the task the model then reads is the target's (one resume still buffered)."""
+    steps = [("task.create", {"pid": "w1", "ttl": 60_000, "action": {
+                 "id": "t", "timeoutAt": T0 + 86_400_000, "param": EMPTY, "tags": WORKERS}}, T0),
+             ("promise.create", {"id": "a", "timeoutAt": T0 + 60_000, "param": EMPTY, "tags": WORKERS}, T0),
+             ("promise.register_callback", {"awaited": "a", "awaiter": "t"}, T0),
+             ("promise.settle", {"id": "a", "state": "resolved", "value": EMPTY}, T0),  # t: one resume buffered
+             ("promise.create", {"id": "due", "timeoutAt": T0 + 1, "param": EMPTY, "tags": {}}, T0),
+             ("task.suspend", {"id": "t", "version": 1, "actions": [{"awaited": "due", "awaiter": "t"}]}, T0 + 1),
+             ("task.get", {"id": "t"}, T0 + 1)]
+
+    def judged(masks: Any) -> tuple[StepJudge, list[Any]]:
+        judge = StepJudge(SCHEDULES.model(), RefusesInternalAwaited(), masks=masks, observe=False,
+                          refuses=SCHEDULES.refuses, accepts=SCHEDULES.accepts)
+        assert judge.reset({"profile": "lean", "retry_timeout": 5000}) is None
+        verdicts = []
+        for op, args, now in steps:
+            expected, verdict = judge.step(op, args, now)
+            verdicts.append((op, expected, verdict, judge.taken_back))
+        return judge, verdicts
+
+    _, first = judged(None)
+    op, expected, refusal, _ = first[5]
+    assert expected == {"status": 300} and isinstance(refusal, Difference), refusal
+    _, known = judged(Masks("lean", known=[refusal.divergence_class]))
+    assert [taken_back for *_, taken_back in known] == [False] * 5 + [True, False]
+    op, expected, verdict, _ = known[6]
+    assert verdict is None and expected["task"]["resumes"] == 1, (expected, verdict)

@@ -106,8 +106,10 @@ class LockstepMachine(ProtocolMachine):
         self.judge = StepJudge(self.oracle, self.target, masks=self.masks, tags=self.step_tags,
                                observe=self.probes is None, messages=self.probes is not None,
                                refuses=self.refuses, valid_only=self.valid_only, accepts=self.accepts)
-        #: Steps before this one have had their public reads taken (a response-only check).
+        #: Steps before this one have had their public reads taken (a response-only check),
+        #: and the model's state then (empty before the first step).
         self.read_up_to = 0
+        self.read_state: dict[str, Json] = {}
         #: This run so far, digested, once the campaign knows a request too slow to send again.
         self.prefix: RunPrefix | None = None
         self.steps: list[dict[str, Json]] = self.judge.steps
@@ -192,12 +194,13 @@ class LockstepMachine(ProtocolMachine):
         """A response-only check: read back, through the system's public reads, what the
         rule's steps touched; each read is a step like any other, its answer judged."""
         taken, now = self.steps[self.read_up_to:], self.steps[-1]["now"]
-        state = self.oracle_state()
+        before, state = self.read_state, self.oracle_state()
         reads = dict.fromkeys((op, json.dumps(args, sort_keys=True)) for step in taken
-                              for op, args in self.probes(step, state) if op not in self.excluded_ops)  # type: ignore[misc]
+                              for op, args in self.probes(step, before, state)  # type: ignore[misc]
+                              if op not in self.excluded_ops)
         for op, args in reads:
             self.call(op, json.loads(args), now)
-        self.read_up_to = len(self.steps)
+        self.read_up_to, self.read_state = len(self.steps), self.oracle_state()
 
     def oracle_state(self) -> dict[str, Json]:
         """The oracle's observable state after the latest step, observed once per step."""

@@ -30,9 +30,10 @@ BUILT_IN = {"duebook": "duespec.systems.duebook", "schedules": "duespec.systems.
 #: comma-separated.
 SYSTEMS_VARIABLE = "DUESPEC_SYSTEMS"
 
-#: A step and the model's state after it -> the public reads (op, args) that show what the
-#: step touched: how a target with no observe() has its state checked.
-Probes = Callable[[dict[str, Any], dict[str, Any]], list[tuple[str, dict[str, Any]]]]
+#: A step, the model's state before the rule that took it and after -> the public reads
+#: (op, args) that show what the step touched: how a target with no observe() has its
+#: state checked.
+Probes = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], list[tuple[str, dict[str, Any]]]]
 
 #: A long run's next call: (rng, the model's state as of the last comparison, now) ->
 #: (op, args, now).

@@ -19,7 +19,10 @@ BLIND_SPOTS = ("a closed deferral's row beyond `not_found`, and next_id until th
                "it; max_open shows only as a full book's refusal")
 
 
-def reads(step: dict[str, Json], state: dict[str, Json]) -> list[tuple[str, dict[str, Json]]]:
+def reads(step: dict[str, Json], before: dict[str, Json],
+          state: dict[str, Json]) -> list[tuple[str, dict[str, Json]]]:
+    """The reads after `step` (`before`, the state before its rule, is not needed: every
+    listing is read whole)."""
     ids = set()
     args, result = step.get("args"), step.get("result")
     if isinstance(args, dict) and type(args.get("id")) is int:

@@ -63,7 +63,10 @@ def _system() -> Any:
         unknown_ops=("warp",),
         # a request the spec refuses, whatever its op, is answered 400 and changes nothing
         refuses=lambda answer: type(answer) is dict and answer.get("status") == 400,
-        accepts=lambda answer: type(answer) is dict and type(answer.get("status")) is int and 200 <= answer["status"] < 300,
+        # a 2xx takes effect, and so does task.suspend's 300 (it clears the task's buffered
+        # resumes, T-06): a target that refuses what the model answered 300 holds another state
+        accepts=lambda answer: (type(answer) is dict and type(answer.get("status")) is int
+                                and 200 <= answer["status"] <= 300),
         matrix=MATRIX,
         tag_request=with_required_tags,
         out_of_reach_with_tags=out_of_reach_with_tags,

@@ -4,8 +4,12 @@ none`, a server without duespec's `debug.snap`).
 After every rule, what each step named is read back: the promise of a `promise.*` step
 (and both ends of a callback or listener), the task of a `task.*` step, the schedule of a
 `schedule.*` step, and any promise or task id in its answer. A step of the environment
-(`tick`, a timeout) can touch anything, so after one every promise, task and schedule of
-the model's state is read back. Each read is an ordinary step, its answer judged."""
+(`tick`, a timeout) can touch anything: after one, every promise, task and schedule the
+model's rule added, changed or removed is read back. What the target's pass did besides
+is in its answer (a tick's `fired`, compared whole), and an object it changed behind
+that answer shows at the next read of it. Every object after every tick would be most of
+a catch-up run's steps, each a round trip to a real server, to read objects no step
+touched. Each read is an ordinary step, its answer judged."""
 
 from __future__ import annotations
 
@@ -22,12 +26,13 @@ ENVIRONMENT = ("tick", "schedule.timeout", "promise.timeout")
 GET = {"promise": "promise.get", "task": "task.get", "schedule": "schedule.get"}
 
 
-def reads(step: dict[str, Json], state: dict[str, Json]) -> list[tuple[str, dict[str, Json]]]:
+def reads(step: dict[str, Json], before: dict[str, Json],
+          state: dict[str, Json]) -> list[tuple[str, dict[str, Json]]]:
     op, args, result = step.get("op"), step.get("args"), step.get("result")
     if op in ENVIRONMENT:
-        return [(GET[kind], {"id": row["id"]}) for kind, key in (("promise", "promises"), ("task", "tasks"),
-                                                                 ("schedule", "schedules"))
-                for row in state.get(key, [])]
+        return [(GET[kind], {"id": id}) for kind, key in (("promise", "promises"), ("task", "tasks"),
+                                                          ("schedule", "schedules"))
+                for id in _changed(before.get(key, []), state.get(key, []))]
     if not isinstance(op, str) or not isinstance(args, dict):
         return []
     kind = op.split(".", 1)[0]
@@ -47,3 +52,10 @@ def _unique(pairs: Any) -> list[tuple[str, dict[str, Json]]]:
             seen.add((op, args["id"]))
             found.append((op, args))
     return found
+
+
+def _changed(before: list[dict[str, Json]], after: list[dict[str, Json]]) -> list[str]:
+    """The ids of the rows added, changed or removed between two lists of a state."""
+    was = {row["id"]: row for row in before}
+    now = {row["id"]: row for row in after}
+    return [id for id, row in now.items() if was.get(id) != row] + [id for id in was if id not in now]
