@@ -128,3 +128,34 @@ def test_conform_response_only_finds_no_such_class_in_unmodified_resonate_pg(pos
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]  # its known findings
     assert not any(name.startswith("messages promise.create") for name in _messages_classes(result.stdout)), \
         result.stdout[-4000:]
+
+
+#: resonate.sql's dequeue_unblock skips the rows another worker's dequeue holds.
+SKIPS_LOCKED = "      ORDER BY seq\n      FOR UPDATE SKIP LOCKED\n      LIMIT p_limit)\n    RETURNING promise, seq)"
+#: The mistake: it waits for them (a dropped SKIP LOCKED).
+WAITS = SKIPS_LOCKED.replace(" SKIP LOCKED", "")
+
+
+def _two_unblocks(target: resonate_pg.ResonatePgTarget) -> list:
+    target.reset(LEAN)
+    for id in ("a", "b"):
+        target.step("promise.create", {"id": id, "timeoutAt": T0 + MINUTE, "param": EMPTY,
+                                       "tags": {"resonate:timer": "true"}}, T0)
+        target.step("promise.register_listener", {"awaited": id, "address": "poll://any@x"}, T0)
+        target.step("promise.settle", {"id": id, "state": "resolved", "value": EMPTY}, T0)
+    return target.messages()
+
+
+def test_two_workers_poll_an_address_and_one_may_not_wait_for_the_other(postgres, tmp_path) -> None:
+    """The hook polls as two workers of a group: the first holds one message in an open
+    transaction while the second takes the rest. The shipped file hands both over, in
+    order; a dequeue that waits for the first worker's row fails the step (lock_timeout)."""
+    unmodified = resonate_pg.ResonatePgTarget(postgres.create_database("m_two_workers"))
+    assert [m["message"]["promise"]["id"] for m in _two_unblocks(unmodified)] == ["a", "b"]
+    text = resonate_sql().read_text()
+    assert text.count(SKIPS_LOCKED) == 1, "resonate.sql changed: the dequeue's anchor is gone"
+    waits = tmp_path / "resonate-dequeue-waits.sql"
+    waits.write_text(text.replace(SKIPS_LOCKED, WAITS))
+    stalled = resonate_pg.ResonatePgTarget(postgres.create_database("m_waits", waits))
+    with pytest.raises(resonate_pg.TargetError, match="must skip the rows another worker holds"):
+        _two_unblocks(stalled)

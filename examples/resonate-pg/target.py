@@ -68,6 +68,9 @@ TASK_TIMEOUT_KIND = {"pending": 0, "acquired": 1}
 TASK_TIMEOUT_NAME = {"pending": "retry", "acquired": "lease"}
 #: The `p_limit` of a dequeue that takes every message of an address (an int, as declared).
 DEQUEUE_ALL = 2**31 - 1
+#: How long the second of two workers polling one address may wait for a row lock: it
+#: should wait for none (resonate-pg's dequeues skip the rows another worker holds).
+SECOND_WORKER_LOCK_TIMEOUT = "2s"
 #: The ops this adapter answers itself (resonate-pg has no debug kinds).
 ENVIRONMENT_OPS = ("tick", "schedule.timeout", "promise.timeout")
 #: The passes of process_timeouts one tick may run (_tick): a catch-up leaves at most one
@@ -147,8 +150,10 @@ def _connect(dsn: str) -> psycopg.Connection:
 
 
 #: One connection per DSN for the whole campaign: a campaign makes a target per run, and a
-#: new PostgreSQL session would recompile every PL/pgSQL function on first use.
-_CONNECTIONS: dict[str, psycopg.Connection] = {}
+#: new PostgreSQL session would recompile every PL/pgSQL function on first use. Keyed by
+#: (DSN, worker): worker 0 runs every step, worker 1 is the second of two workers polling
+#: one address (ResonatePgTarget.messages).
+_CONNECTIONS: dict[tuple[str, int], psycopg.Connection] = {}
 #: DSNs whose state has been observed (observe() called): their resets TRUNCATE, so that
 #: rows are stored in insertion order, which observe() reads (`ORDER BY ctid`). A
 #: response-only campaign (--observe none) never observes, and resets by DELETE in one
@@ -164,26 +169,35 @@ _DELETE_ALL = "; ".join([*(f"DELETE FROM resonate.{table}" for table in reversed
                          "SELECT setval(pg_get_serial_sequence('resonate.outbox', 'seq'), 1, false)"])
 
 
-def _connection(dsn: str) -> psycopg.Connection:
-    conn = _CONNECTIONS.get(dsn)
+def _connection(dsn: str, worker: int = 0) -> psycopg.Connection:
+    conn = _CONNECTIONS.get((dsn, worker))
     if conn is not None and not conn.closed and conn.info.transaction_status == pq.TransactionStatus.IDLE:
         return conn
     if conn is not None:  # interrupted mid-query (a --timeout): stop that query, start afresh
-        _drop(dsn, conn)
+        _drop(dsn, worker, conn)
     conn = _connect(dsn)
-    _CONNECTIONS[dsn] = conn
+    _CONNECTIONS[dsn, worker] = conn
     return conn
 
 
-def _drop(dsn: str, conn: psycopg.Connection) -> None:
+def _drop(dsn: str, worker: int, conn: psycopg.Connection) -> None:
     pid = conn.info.backend_pid if not conn.closed else None
     try:
         conn.close()
     finally:
-        _CONNECTIONS.pop(dsn, None)
+        _CONNECTIONS.pop((dsn, worker), None)
     if pid:
         with psycopg.connect(dsn, autocommit=True) as other:
             other.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def _dequeue(conn: psycopg.Connection, kind: str, address: str, limit: int) -> list[tuple[Json, Json, Json]]:
+    """(task id, version, promise) of each message one worker's dequeue at `address` took."""
+    if kind == "execute":
+        return [(task_id, version, None) for task_id, version in conn.execute(
+            "SELECT task_id, version FROM resonate.dequeue_execute(%s, %s)", [address, limit])]
+    return [(None, None, promise) for (promise,) in conn.execute(
+        "SELECT promise FROM resonate.dequeue_unblock(%s, %s)", [address, limit])]
 
 
 class ResonatePgTarget:
@@ -340,7 +354,11 @@ class ResonatePgTarget:
         A worker polling an address calls `resonate.dequeue_execute(address)` or
         `resonate.dequeue_unblock(address)` (the `resonate-pg` connector does, woken by the
         address's NOTIFY channel); this calls them, for every address the outbox holds a row
-        for, as such a worker would, and so reads through resonate-pg's own dispatch. They are
+        for, as two workers of a group polling it at once would: the first takes one message
+        in a transaction still open while the second takes the rest. A dequeue must skip the
+        rows another worker holds (resonate.sql's `FOR UPDATE SKIP LOCKED`): one that waits
+        for them lets a stalled worker hold back every message of its address, and fails
+        here with `lock_timeout` after SECOND_WORKER_LOCK_TIMEOUT. The dequeues are
         destructive: a message read here is no longer in the outbox, as after any worker's
         read. No worker of anyone else's can be robbed, since the target's database is the
         campaign's alone (it is emptied at each run), but `observe` reads the outbox too: so
@@ -359,17 +377,26 @@ class ResonatePgTarget:
                         "WITH d AS (DELETE FROM resonate.outbox WHERE kind = %s AND address = %s"
                         " RETURNING task_id, version, promise, seq) SELECT task_id, version, promise FROM d"
                         " ORDER BY seq", [kind, address]).fetchall()
-                elif kind == "execute":
-                    rows = [(task_id, version, None) for task_id, version in conn.execute(
-                        "SELECT task_id, version FROM resonate.dequeue_execute(%s, %s)", [address, DEQUEUE_ALL])]
                 else:
-                    rows = [(None, None, promise) for (promise,) in conn.execute(
-                        "SELECT promise FROM resonate.dequeue_unblock(%s, %s)", [address, DEQUEUE_ALL])]
+                    rows = _dequeue(conn, kind, address, 1)
+                    if rows:
+                        rows += self._second_worker_polls(kind, address)
                 sent += [{"address": address,
                           "message": ({"kind": "execute", "taskId": task_id, "version": version} if kind == "execute"
                                       else {"kind": "unblock", "promise": promise})}
                          for task_id, version, promise in rows]
         return sent
+
+    def _second_worker_polls(self, kind: str, address: str) -> list[tuple[Json, Json, Json]]:
+        other = _connection(self.dsn, worker=1)
+        try:
+            with other.transaction():
+                other.execute(f"SET LOCAL lock_timeout = '{SECOND_WORKER_LOCK_TIMEOUT}'")
+                return _dequeue(other, kind, address, DEQUEUE_ALL)
+        except psycopg.errors.LockNotAvailable:
+            raise TargetError(f"a second worker polling {address} waited {SECOND_WORKER_LOCK_TIMEOUT} for the "
+                              f"first one's uncommitted dequeue (lock_timeout): resonate.dequeue_{kind} must skip "
+                              f"the rows another worker holds") from None
 
     def close(self) -> None:
         """Closes a connection of its own; the shared one stays for the campaign's next
