@@ -7,15 +7,30 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterable, Iterator
 
 _collectors: list[Counter[str]] = []
+
+#: A branch the model took in a step the target refused, so that the step was taken back
+#: (duespec.judge.StepJudge.step): not reached against that target, for its answer there
+#: was the refusal, not the branch. Counted under this prefix instead.
+TAKEN_BACK = "taken back: "
 
 
 def reached(tag: str) -> None:
     """Record that a spec branch was taken (cheap no-op when nobody is collecting)."""
     for counter in _collectors:
         counter[tag] += 1
+
+
+def taken_back(tags: Iterable[str]) -> None:
+    """Move the latest step's tags, just reached, to their taken-back count."""
+    for counter in _collectors:
+        for tag in tags:
+            counter[tag] -= 1
+            if counter[tag] <= 0:
+                del counter[tag]
+            counter[TAKEN_BACK + tag] += 1
 
 
 @contextmanager

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Callable, Iterable, Protocol
 
+from duespec.coverage import taken_back
 from duespec.jsondiff import differing_paths, dump, state_diff
 from duespec.targets.interface import (
     PROSE_KEYS,
@@ -681,6 +682,7 @@ class StepJudge:
             # (only what the target sent in the step is still compared: nothing is due).
             if take_back is not None and self.accepts is not None and self.accepts(expected):
                 take_back()
+                taken_back(self.latest_tags)
                 self._observed_at, self.taken_back = -1, True
                 if self.sent is not None:
                     return expected, self._noted(_with_messages(verdict, self._messages(step, taken_back=True)))

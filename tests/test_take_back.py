@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from duespec.campaigns.classes import Masks
+from duespec.campaigns.report import report_for
 from duespec.campaigns.run import run_campaign
 from duespec.judge import Difference, StepJudge
 from duespec.systems import get_system
@@ -27,6 +28,8 @@ SCHEDULES = get_system("schedules")
 LATER_BUG = {"on": False}
 #: Whether Server also answers every schedule it takes with the promise timeout lost.
 TAKEN_WRONG = {"on": False}
+#: Whether Server refuses every cron written as an alias (`@hourly`), as resonate-pg does.
+NO_ALIASES = {"on": False}
 
 
 class Server:
@@ -43,8 +46,10 @@ class Server:
 
     def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
         answer = self.inner.step(op, args, now)
-        if op == "schedule.create" and answer.get("status") == 200 and args["id"] == EDGE_ID:
-            self.inner.step("schedule.delete", {"id": EDGE_ID}, now)  # taken back: never created
+        alias = (NO_ALIASES["on"] and op == "schedule.create" and isinstance(args, dict)
+                 and str(args.get("cron")).strip().startswith("@"))
+        if op == "schedule.create" and answer.get("status") == 200 and (args["id"] == EDGE_ID or alias):
+            self.inner.step("schedule.delete", {"id": args["id"]}, now)  # taken back: never created
             self.refused = True
             return {"status": 400}
         if TAKEN_WRONG["on"] and op == "schedule.create" and answer.get("status") == 200:
@@ -86,6 +91,20 @@ def test_a_bug_past_a_known_refusal_is_found(refusal: Any, monkeypatch: pytest.M
     result = campaign(baseline=refusal)
     groups = {f.divergence_class.group for f in result.findings if f.divergence_class is not None}
     assert "response schedule.get $.schedule.promiseTimeout" in groups, groups
+
+
+def test_a_branch_reached_only_in_refused_steps_is_reported_as_not_reached(
+        refusal: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that refuses every alias cron, under the known refusal's class: the model's
+    steps that took one were taken back, so the regime (SR-01.alias, required) was not
+    reached against it; the coverage report says so, and how often it was taken back,
+    rather than counting it reached."""
+    monkeypatch.setitem(NO_ALIASES, "on", True)
+    report = report_for(SCHEDULES, campaign(baseline=refusal, max_classes=1))
+    assert "SR-01.alias" in report.missing_required
+    assert report.taken_back.get("SR-01.alias", 0) > 0, report.taken_back
+    assert "SR-01.alias (taken " in report.render()
+    assert "only in steps the target refused" in report.summary_line()
 
 
 def test_a_known_refusal_does_not_hide_a_wrong_answer_to_what_the_target_took(

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from duespec import outputs
+from duespec.coverage import TAKEN_BACK
 from duespec.campaigns.run import CampaignResult
 from duespec.systems import System
 from duespec.judge import requirement_of
@@ -133,6 +134,9 @@ class CoverageReport:
     reached_out_of_reach: list[str] = field(default_factory=list)
     #: The system's malformation matrix as this campaign covered it (None: it has none).
     matrix: MatrixCoverage | None = None
+    #: Required tags not reached -> the steps that took them and were taken back, the
+    #: target having refused each (duespec.coverage.TAKEN_BACK), where there were any.
+    taken_back: dict[str, int] = field(default_factory=dict)
 
     @property
     def unexplained(self) -> list[str]:
@@ -151,6 +155,7 @@ class CoverageReport:
             "tags_out_of_reach": self.excused_tags,
             "reached_though_out_of_reach": self.reached_out_of_reach,
             "malformation_matrix": self.matrix.to_json() if self.matrix is not None else None,
+            "missing_required_taken_back": self.taken_back,
         }
 
     def summary_line(self) -> str:
@@ -162,7 +167,8 @@ class CoverageReport:
         notes = [f"{count} {what}" for count, what in (
             (len(self.unexplained), "never reached without a reason"),
             (len(self.reached_out_of_reach), "reached although declared out of reach"),
-            (len(self.missing_required), "required tags not reached"),
+            (len(self.missing_required), "required tags not reached" + (
+                f" ({len(self.taken_back)} of them only in steps the target refused)" if self.taken_back else "")),
             (len(self.unknown), "tags the catalogue does not define")) if count]
         if notes:
             line += f"; notes, not failures of this campaign: {', '.join(notes)}"
@@ -196,7 +202,9 @@ class CoverageReport:
             lines.append("  reached although declared out of this profile's reach (a wrong reason): "
                          + ", ".join(self.reached_out_of_reach))
         if self.missing_required:
-            lines.append(f"  required tags not reached ({REQUIRED_NOTE}): " + ", ".join(self.missing_required))
+            lines.append(f"  required tags not reached ({REQUIRED_NOTE}): " + ", ".join(
+                f"{tag} (taken {self.taken_back[tag]:,} times in a step the target refused, then taken back)"
+                if tag in self.taken_back else tag for tag in self.missing_required))
         if self.unknown:
             lines.append("  tags with an ID the catalogue does not define: " + ", ".join(self.unknown))
         return "\n".join(lines)
@@ -216,6 +224,8 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
     (--require-tag), which left out the ops `left_out` (--ops/--skip-ops), and whose
     target was never reset (`namespaced`, --reset none): what those put out of its reach
     is listed with that reason, not as a gap."""
+    refused = {tag.removeprefix(TAKEN_BACK): count for tag, count in coverage.items() if tag.startswith(TAKEN_BACK)}
+    coverage = Counter({tag: count for tag, count in coverage.items() if not tag.startswith(TAKEN_BACK)})
     problem = None
     try:
         ids = catalogue_ids(catalogue_text(system.catalogue))
@@ -263,6 +273,7 @@ def coverage_report(system: System, profile: str, coverage: Counter[str], *,
         reached_out_of_reach=sorted(key for key in declared
                                     if (coverage[key] if "." in key else key in grouped)),
         matrix=matrix_coverage(system, coverage, left_out),
+        taken_back={tag: refused[tag] for tag in missing if refused.get(tag)},
     )
 
 
