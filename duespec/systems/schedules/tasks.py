@@ -278,6 +278,10 @@ class PromisesAndTasks:
         untold in whole campaigns (a lease lapsing: none in 46 stories of 22 runs)."""
         story = TASK_STORIES[(TASK_STORIES.index(story) + self.stories_told) % len(TASK_STORIES)]
         self.stories_told += 1
+        # what a story awaits is external, then internal, by turns (the Lean takes a callback
+        # on either; a server may refuse the internal one, as resonate-pg does): external in
+        # a run's first story, the opening's
+        external = self.stories_told % 2 == 1
         t = self.holder(pick)
         if not self.holds_a_lease(t):
             t = self.a_new_holder(pick)
@@ -309,11 +313,9 @@ class PromisesAndTasks:
         elif story in ("resumed_by_settle", "resumed_by_timeout"):
             by_timeout = story == "resumed_by_timeout"
             awaited = f"{AWAITED_ID}.{pick}"
-            # the awaited promise internal or external by turns: the Lean registers a callback
-            # on either; a server that refuses the internal one (resonate-pg) resumes by the other
-            external = {"resonate:timer": "true"} if by_timeout else TARGET
+            tags = {"resonate:timer": "true"} if by_timeout else TARGET
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
-                                        "tags": external if pick % 2 == 0 else {}})
+                                        "tags": tags if external else {}})
             self.act("promise.register_listener", {"awaited": awaited, "address": LISTENER})
             self.act("task.suspend", {"id": id, "version": version,
                                       "actions": [{"awaited": awaited, "awaiter": id}]})
@@ -326,14 +328,11 @@ class PromisesAndTasks:
                 self.act("tick", {})
             else:
                 self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
-            if pick % 4 == 0:
-                # the resumed task created again: taking it clears what resumed it (T-02);
-                # on even picks only, where the awaited is external (which every server takes)
-                self.act("task.create", {"pid": PIDS[1], "ttl": MINUTE, "action": {
-                    "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
-                self.act("task.get", {"id": id})
-            else:
-                self.ticks_either_side(self.deadline_of(id, RETRY))  # the retry the resume armed
+            self.ticks_either_side(self.deadline_of(id, RETRY))  # the retry the resume armed
+            # the resumed task created again: taking it clears what resumed it (T-02)
+            self.act("task.create", {"pid": PIDS[1], "ttl": MINUTE, "action": {
+                "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
+            self.act("task.get", {"id": id})
         elif story == "resume_buffered":
             awaited = f"{AWAITED_ID}.{pick}"
             if not self.live(id):  # no busy task to buffer the resume on (an outage ended them all)
@@ -341,7 +340,7 @@ class PromisesAndTasks:
                 self.act("task.create", {"pid": PIDS[0], "ttl": HOUR, "action": {
                     "id": id, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
-                                        "tags": TARGET if pick % 2 == 0 else {}})
+                                        "tags": TARGET if external else {}})
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
             self.act("promise.settle", {"id": awaited, "state": "rejected", "value": PARAMS[1]})
         elif story == "fulfil_resumes_another":
@@ -378,8 +377,11 @@ class PromisesAndTasks:
                                       "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
             self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
         elif story == "a_fresh_lease_to_the_ms":
-            # a task created acquired, its lease either side of the millisecond, then the
-            # retry its lapse arms
+            # a task created at its promise's own timeoutAt (timed out at creation, T-02:
+            # no lease at all), then one created acquired, its lease either side of the
+            # millisecond, then the retry its lapse arms
+            self.act("task.create", {"pid": PIDS[0], "ttl": MINUTE, "action": {
+                "id": f"{AWAITED_ID}.{pick}.due_now", "timeoutAt": self.now, "param": PARAMS[0], "tags": TARGET}})
             fresh = f"{AWAITED_ID}.{pick}.leased"
             self.act("task.create", {"pid": PIDS[0], "ttl": TTLS[1 + pick % (len(TTLS) - 1)], "action": {
                 "id": fresh, "timeoutAt": self.now + DAY, "param": PARAMS[0], "tags": TARGET}})
@@ -401,9 +403,8 @@ class PromisesAndTasks:
             awaited = f"{AWAITED_ID}.{pick}.due"
             suspend = {"id": id, "version": version, "actions": [{"awaited": awaited, "awaiter": id}]}
             self.act("task.suspend", suspend)
-            # internal or external by turns, as in the resume stories
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + 1, "param": PARAMS[0],
-                                        "tags": {"resonate:timer": "true"} if pick % 2 == 0 else {}})
+                                        "tags": {"resonate:timer": "true"} if external else {}})
             self.move_clock(self.now + 1)
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
             self.act("task.suspend", suspend)
