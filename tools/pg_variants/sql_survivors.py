@@ -59,41 +59,10 @@ _DEADLOCK_TRACE = ("Every deadlocked call is retried from the start by resonate_
                    "retried deadlock as invisible, as the process_task_timeouts order entry does, and it is "
                    "EQUIVALENT")
 
-#: Why the campaign at --examples 20 reaches few task stories on resonate-pg: of its 215 runs, 172 end early
-#: (mutant logs of the 40-mutant sample), 124 of them in the opening at a known schedule.create class (the
-#: accepted cron edges of the month, day-of-week and whole-cron fields begin with forms resonate-pg refuses,
-#: F-1b), the others at the declared listener address poll://a or callback on an internal promise.
-_FEW_RUNS_PAST_THE_OPENING = ("at --examples 20, 172 of the campaign's 215 runs end early, 124 in the opening "
-                              "(an accepted cron edge resonate-pg refuses, F-1b, a known class), most others at "
-                              "the declared listener poll://a or callback on an internal promise")
-
 SURVIVORS: dict[str, tuple[str, str]] = {
     # --sample 6 --seed 1 (docs/mutation.md, section 3)
     "for-update _on_task_retry_timeout:909 id = p_id FOR UPDATE; -> id = p_id;":
         (EQUIVALENT, _ADVISORY_LOCK_FIRST),
-    "drop-statement task_heartbeat:663 UPDATE tasks t SET timeout_at = p_now + COALESCE(t.ttl, 0) ... -> (dropped)":
-        (GAP, "a heartbeat renews nothing (the ten variants' heartbeat_not_renewing, in another form): "
-              "task.create t (ttl 60000) at T, task.heartbeat at T + 30000, tick at T + 60000: the file "
-              "fires nothing (the lease runs to T + 90000), the mutant lapses the lease (execute t v2). "
-              "The lease_lapses story does exactly that (a heartbeat half way, a tick at the first "
-              "deadline, task.get), but at --examples 20 a story is told a few times in 41 runs, as the "
-              "draws fall: killed in one full benchmark run of two at the same commit; the --examples 100 "
-              "campaign found the variant in 178 s"),
-    "cmp task_create:568 a_toat > p_now -> a_toat >= p_now":
-        (GAP, "task.create at exactly its action's timeoutAt: the file creates the promise timed out "
-              "(T-02.expired_at_creation: rejected_timedout, no task), the mutant creates it pending with "
-              "an acquired task; a task.create whose timeoutAt is its own now shows it in the answer. The "
-              "campaign draws it (task_lifecycle, timeout 0) but seldom on an absent id with a target: "
-              "T-02.expired_at_creation had 3 hits in a --examples 100 campaign's 815 runs against "
-              "resonate-pg; a task story that creates a fresh id at its own timeoutAt would show it"),
-    "drop-statement task_create:589 DELETE FROM task_resumes WHERE task_id = t.id; -> (dropped)":
-        (GAP, "task.create re-acquiring a pending task keeps the resumes it buffered: after task.create t, "
-              "promise.create a (resonate:external), task.suspend t on a, promise.settle a, a second "
-              "task.create of t answers task.resumes 1 where the spec's acquire clears them (T-02: 0), and "
-              "task.get says 1 after; checked by hand on both files. Neither response-only campaign reaches "
-              "a task.create of a pending task holding a resume (--examples 20, and --examples 100: exit 0 in "
-              "259 s). The resume stories now create the resumed task again (one pick in three), as the "
-              "draws fall: killed in one full benchmark run of two at the same commit"),
     # --sample 6 --seed 2 (docs/mutation.md, section 3)
     "for-update promise_settle:458 id = p_id FOR UPDATE; -> id = p_id;":
         (EQUIVALENT, _ADVISORY_LOCK_FIRST),
@@ -137,14 +106,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
                      "trips it, and stops on a pass that fired nothing, not on the count); no protocol call "
                      "returns it (section 11 grants resonate_worker neither function): arithmetic on a value "
                      "no client sees"),
-    "off-by-one _enqueue_resume:254 now + _retry_timeout() WHERE -> now + _retry_timeout() - 1 WHERE":
-        (GAP, "a resumed task's retry is due one ms early: task.create t, promise.create a (resonate:timer), "
-              "task.suspend t on [a], promise.settle a at T (t pending, execute t v1 sent), tick at "
-              "T + retry_timeout - 1: the file fires nothing, the mutant fires [retry t] and sends execute t "
-              "v1 again; the spec (R-00) arms the retry at T + retry_timeout (shown by hand, retry 5000). No "
-              "rule ticks at a retry deadline minus one, and a resume is itself rare on resonate-pg ("
-              + _FEW_RUNS_PAST_THE_OPENING + "); a tick at each armed task deadline minus one, after a resume, "
-              "would show it"),
     "lock task_acquire:606 PERFORM _lock(p_id); -> (dropped)":
         (EQUIVALENT, _ROW_LOCK_SUFFICES),
     "off-by-one _promise_json_raw:199 _promise_json(p, -1) $$; -> _promise_json(p, -2) $$;":
@@ -170,15 +131,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
               "paused in its cascade beside task.suspend z on [b]: the mutant locks z and then waits for b, "
               "and deadlocks with the settle, which waits for z (one deadlock; the answers, 200 and 300, are "
               "the file's); the file waits for b first, holding nothing (no deadlock). " + _DEADLOCK_TRACE),
-    "cmp promise_register_callback:491 pa.timeout_at > p_now -> pa.timeout_at >= p_now":
-        (GAP, "a callback is kept when registered at the awaited's timeout instant: promise.create a "
-              "(resonate:timer, timeoutAt T), task.create w, promise.register_callback {awaited a, awaiter w} "
-              "at T (200 with a resolved in both), tick at T (fires a): task.get w answers 0 resumes in the "
-              "file and the spec (P-04: not registered once timeoutAt <= now) and 1 in the mutant; a "
-              "suspended awaiter would be resumed (shown by hand). The campaign registers at an awaited's "
-              "exact timeoutAt rarely (P-04.projected, registration at or past it, 9 times in the baseline's "
-              "2,015 runs), and then needs an external awaited, a tick and a read of the awaiter's task: a "
-              "registration at each awaited's timeoutAt, then tick and task.get, would show it"),
     "order-by _cascade_settle:291 awaited_id, awaiter_id; -> awaited_id, awaiter_id DESC;":
         (GAP, "only the order in which a settlement locks its awaiters changes (its loop still resumes them "
               "in ascending order): shown by hand, promise.settle a (awaiters t1, t2) beside task.heartbeat "
@@ -190,30 +142,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
                      "raise in _cron_field before any search and schedule_create's handler answers 400 alike "
                      "(checked by hand: `/5` in each field, `/`, `/-5`, `*,/5`); _next_cron is reached "
                      "elsewhere only with a cron schedule_create took"),
-    "for-update dequeue_unblock:1261 FOR UPDATE SKIP LOCKED -> FOR UPDATE":
-        (GAP, "a worker polling an address waits for another worker's uncommitted dequeue there instead of "
-              "taking the messages it left: promise.create a and b (resonate:timer), listeners at "
-              "poll://any@x on both, promise.settle a and b; worker 1 takes one unblock in an open "
-              "transaction (dequeue_unblock(addr, 1)); worker 2's dequeue_unblock returns b's unblock at once "
-              "in the file, and in the mutant blocks until worker 1 commits (shown by hand: stopped by a 2 s "
-              "statement_timeout), so one stalled worker holds back every message of its address. The "
-              "campaign's messages hook dequeues from one connection, one address after another, and stress "
-              "never dequeues: two workers polling one address at once would show it"),
-    "off-by-one task_create:572 p_now + p_ttl) RETURNING -> p_now + p_ttl - 1) RETURNING":
-        (GAP, "a task created acquired has its lease due one ms early: task.create t (ttl 60000) at T, tick "
-              "at T + 59999: the file fires nothing and task.get t answers acquired, the mutant fires [lease "
-              "t], answers pending and sends execute t v1 (shown by hand); the spec (T-02) arms the lease at "
-              "T + ttl. The lease story ticks at the deadline itself (where both fire) or after a heartbeat, "
-              "which re-arms it correctly: a tick at the lease deadline minus one after task.create would "
-              "show it"),
-    "off-by-one _on_task_lease_timeout:931 p_now + _retry_timeout() WHERE -> p_now + _retry_timeout() + 1 WHERE":
-        (GAP, "after a lease lapses its retry is due one ms late: task.create t (ttl 60000) at T, tick at "
-              "T + 60000 (lease, execute t v1), tick at T + 65000: the file fires [retry t] and sends execute "
-              "t v1 again, the mutant fires nothing until T + 65001 (shown by hand, retry 5000); the spec "
-              "(TO-05) arms the retry at the tick's now + retry_timeout. No rule ticks at exactly the retry "
-              "deadline a lapse arms: a_fresh_lease_to_the_ms and lease_lapses now tick either side of the retry "
-              "a lapse arms, but the lapse needs a retry_timeout the clock can reach (not MAX_TIME) and the "
-              "story told in a run that gets there: not at --examples 20 in this stop's runs"),
     "off-by-one task_suspend:686 '[]'::jsonb)) = 0 THEN -> '[]'::jsonb)) = -1 THEN":
         (GAP, "task.suspend with no actions is no longer refused first: the file answers 400 whatever the "
               "task (its stated check: parking with no awaited would strand the task), the mutant 404 for "
@@ -243,14 +171,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
               "would show it"),
     "lock task_halt:793 PERFORM _lock(p_id); -> (dropped)":
         (EQUIVALENT, _ROW_LOCK_SUFFICES),
-    "off-by-one _next_cron:341 _cron_field(f[5], 0, 6); -> _cron_field(f[5], -1, 6);":
-        (GAP, "a day-of-week step counts from -1: from Wednesday 2025-01-01, `0 0 * * */7` next fires on "
-              "Saturday the 4th, not Sunday the 5th, and `0 0 * * */2` on Friday the 3rd, not Thursday the "
-              "2nd (shown by hand: schedule.create nextRunAt; the spec's `*/7` is day 0, Sunday); only a step "
-              "from `*` reads the bound. The day-of-week opening's accepted edges hold `0 0 * * */7`, but "
-              "after `0 0 * * 7`, which resonate-pg refuses (F-1b, a known class: the run ends there), and "
-              "cron_expressions draws `*/2` for the weekday in 1 pick of 11, in the few runs that get past "
-              "the opening: `*/7` before `7` in the edges, or a day-of-week step among CRONS, would show it"),
     "for-update task_halt:794 id = p_id FOR UPDATE; -> id = p_id;":
         (EQUIVALENT, _ADVISORY_LOCK_FIRST),
 }
