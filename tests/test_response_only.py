@@ -179,7 +179,8 @@ def test_state_is_required_when_asked_for(tmp_path: Path, capsys: pytest.Capture
 def test_after_a_timer_pass_the_reads_are_of_what_the_model_changed() -> None:
     """A tick reads back every object the model's rule added, changed or removed, and no
     other: the timed-out promise, its task and the schedule's new occurrence; not the
-    promise still pending, nor the task no timer touched."""
+    promise still pending, nor the task no timer touched. A delivered timeout reads what
+    it names too."""
     from duespec.systems.schedules.reads import reads
 
     pending = {"id": "p", "state": "pending", "timeoutAt": 9}
@@ -192,3 +193,7 @@ def test_after_a_timer_pass_the_reads_are_of_what_the_model_changed() -> None:
     assert reads(tick, before, after) == [("promise.get", {"id": "q"}), ("promise.get", {"id": "s.1"}),
                                           ("task.get", {"id": "q"}), ("schedule.get", {"id": "s"})]
     assert reads(tick, after, after) == []
+    # a timeout delivered to a promise already settled changes nothing in the model: the
+    # promise is read all the same, where a server that rewrites it would show it
+    delivered = {"op": "promise.timeout", "args": {"id": "p"}, "now": 1, "result": {"status": 200}}
+    assert reads(delivered, after, after) == [("promise.get", {"id": "p"})]
