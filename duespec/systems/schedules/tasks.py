@@ -342,6 +342,8 @@ class PromisesAndTasks:
             self.act("promise.create", {"id": awaited, "timeoutAt": self.now + MINUTE, "param": PARAMS[0],
                                         "tags": TARGET if external else {}})
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
+            # and one for an awaiter no one created (P-04: 422), which the settle must not resume
+            self.act("promise.register_callback", {"awaited": awaited, "awaiter": f"{awaited}.nobody"})
             self.act("promise.settle", {"id": awaited, "state": "rejected", "value": PARAMS[1]})
         elif story == "fulfil_resumes_another":
             waiter = f"{AWAITED_ID}.{pick}"
