@@ -366,18 +366,21 @@ class PromisesAndTasks:
             self.act("task.continue", {"id": id})
         elif story == "fulfilled_before_its_resume":
             # the holder awaits a promise, settles another by fence, and is fulfilled before
-            # the awaited one settles: that resume finds its task fulfilled
+            # the awaited one settles: that resume finds its task fulfilled, which a
+            # halt then finds fulfilled too (T-09)
             awaited, fenced = f"{AWAITED_ID}.{pick}", f"{AWAITED_ID}.{pick}.fenced"
             self.act("task.get", {"id": id})
             for promise in (awaited, fenced):
                 self.act("promise.create", {"id": promise, "timeoutAt": self.now + HOUR, "param": PARAMS[0],
-                                            "tags": {}})
+                                            "tags": {"resonate:timer": "true"} if external and promise == awaited
+                                            else {}})
             self.act("promise.register_callback", {"awaited": awaited, "awaiter": id})
             self.act("task.fence", {"id": id, "version": version, "action": {
                 "kind": "settle", "id": fenced, "state": "resolved", "value": PARAMS[1]}})
             self.act("task.fulfill", {"id": id, "version": version,
                                       "action": {"id": id, "state": "resolved", "value": PARAMS[1]}})
             self.act("promise.settle", {"id": awaited, "state": "resolved", "value": PARAMS[1]})
+            self.act("task.halt", {"id": id})
         elif story == "a_fresh_lease_to_the_ms":
             # a task created at its promise's own timeoutAt (timed out at creation, T-02:
             # no lease at all), then one created acquired, its lease either side of the
