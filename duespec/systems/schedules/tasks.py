@@ -366,8 +366,9 @@ class PromisesAndTasks:
             self.act("task.continue", {"id": id})
         elif story == "fulfilled_before_its_resume":
             # the holder awaits a promise, settles another by fence, and is fulfilled before
-            # the awaited one settles: that resume finds its task fulfilled, which a
-            # halt then finds fulfilled too (T-09)
+            # the awaited one settles: its fulfilment scrubbed the callback, so that settle
+            # resumes nothing (a server that keeps the callback resumes a fulfilled task);
+            # a halt then finds the task fulfilled (T-09)
             awaited, fenced = f"{AWAITED_ID}.{pick}", f"{AWAITED_ID}.{pick}.fenced"
             self.act("task.get", {"id": id})
             for promise in (awaited, fenced):
