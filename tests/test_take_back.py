@@ -155,7 +155,7 @@ def test_a_300_the_target_refused_is_taken_back() -> None:
              ("task.suspend", {"id": "t", "version": 1, "actions": [{"awaited": "due", "awaiter": "t"}]}, T0 + 1),
              ("task.get", {"id": "t"}, T0 + 1)]
 
-    def judged(masks: Any) -> tuple[StepJudge, list[Any]]:
+    def judged(masks: Any) -> list[Any]:
         judge = StepJudge(SCHEDULES.model(), RefusesInternalAwaited(), masks=masks, observe=False,
                           refuses=SCHEDULES.refuses, accepts=SCHEDULES.accepts)
         assert judge.reset({"profile": "lean", "retry_timeout": 5000}) is None
@@ -163,12 +163,12 @@ def test_a_300_the_target_refused_is_taken_back() -> None:
         for op, args, now in steps:
             expected, verdict = judge.step(op, args, now)
             verdicts.append((op, expected, verdict, judge.taken_back))
-        return judge, verdicts
+        return verdicts
 
-    _, first = judged(None)
+    first = judged(None)
     op, expected, refusal, _ = first[5]
     assert expected == {"status": 300} and isinstance(refusal, Difference), refusal
-    _, known = judged(Masks("lean", known=[refusal.divergence_class]))
+    known = judged(Masks("lean", known=[refusal.divergence_class]))
     assert [taken_back for *_, taken_back in known] == [False] * 5 + [True, False]
     op, expected, verdict, _ = known[6]
     assert verdict is None and expected["task"]["resumes"] == 1, (expected, verdict)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from duespec import outputs
-from duespec.coverage import TAKEN_BACK
 from duespec.campaigns.run import CampaignResult
+from duespec.coverage import TAKEN_BACK
 from duespec.systems import System
 from duespec.judge import requirement_of
 
