@@ -82,6 +82,9 @@ class FindingKind(StrEnum):
     TARGET_TOO_SLOW = "target too slow"
     STATE_SURVIVES_RESET = "state survives reset"
     NOT_REPRODUCIBLE = "target not reproducible"
+    #: A class known from a baseline whose witness, the run that showed it, no longer
+    #: replays: the target now answers otherwise where the baseline knew it differs.
+    KNOWN_CHANGED = "known difference changed"
     #: Something inside duespec raised (a model invariant, a harness bug): no target's finding.
     HARNESS_ERROR = "error"
 
@@ -104,6 +107,7 @@ _OUTCOMES = {
     FindingKind.TARGET_RAISED: "target_error", FindingKind.NOT_REPRODUCIBLE: "target_error",
     FindingKind.TARGET_TOO_SLOW: "target_error",
     FindingKind.STATE_SURVIVES_RESET: "state_survives_reset", FindingKind.HARNESS_ERROR: "error",
+    FindingKind.KNOWN_CHANGED: "divergence",
 }
 
 

@@ -32,6 +32,9 @@ class Server:
     known gap in validation, as resonate-pg's F-2); with NEW_BUG, also a `get` of an even
     id (a new bug at the same op and path)."""
 
+    #: Malformed gets answered not_found, in this process.
+    answered = 0
+
     def __init__(self) -> None:
         self.inner = DUEBOOK.impl()
 
@@ -43,8 +46,9 @@ class Server:
 
     def step(self, op: str, args: Any, now: Any) -> dict[str, Any]:
         answer = self.inner.step(op, args, now)
-        if op == "get" and answer.get("error") == "invalid":
-            return {"error": "not_found"}
+        if op == "get" and answer.get("error") == "invalid" and GAP["answer"] != "fixed":
+            Server.answered += 1
+            return {"error": "not_found", **({"n": Server.answered} if GAP["answer"] == "counted" else {})}
         if (NEW_BUG["loses even ids"] and op == "get" and isinstance(answer.get("ok"), dict)
                 and answer["ok"]["id"] % 2 == 0):
             return {"error": "not_found"}
@@ -196,3 +200,59 @@ def test_a_known_class_never_ends_a_chunked_campaign_early() -> None:
     assert cutoff([part(0, known, declared), part(1)], [0, 1], max_classes=1) is None
     assert cutoff([part(0, known), part(1, new)], [0, 1], max_classes=1) == 1
     assert cutoff([part(0, new), part(1)], [0, 1], max_classes=1) == 0
+
+
+#: How Server answers its known gap instead (a test sets it): "fixed" answers as the spec
+#: does, "counted" adds a count that differs from run to run.
+GAP = {"answer": "not_found"}
+
+
+@pytest.fixture
+def one_known_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """The report of a campaign that stops at its first class, the known gap, with its witness."""
+    report = tmp_path / "one.json"
+    assert conform(tmp_path, "--json", str(report), "--max-classes", "1", "--steps", "5") == 1
+    capsys.readouterr()
+    return report
+
+
+def test_a_known_class_is_replayed_by_its_witness_and_a_fixed_one_fails_as_changed(
+        tmp_path: Path, one_known_gap: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    witness = json.loads(one_known_gap.read_text())["campaigns"][0]["findings"][0]["witness"]
+    assert witness["steps"][-1]["result"] == {"error": "not_found"}, witness  # the target's answer, not the model's
+    refreshed = tmp_path / "refreshed.json"
+    assert conform(tmp_path, "--baseline", str(one_known_gap), "--inputs", "valid", "--json", str(refreshed)) == 0
+    out = capsys.readouterr().out
+    assert "1 with a witness, 1 of them replayed as recorded" in out, out
+    assert json.loads(refreshed.read_text())["campaigns"][0]["baseline"][0]["witness"] == witness
+    monkeypatch.setitem(GAP, "answer", "fixed")
+    changed = tmp_path / "changed.json"
+    assert conform(tmp_path, "--baseline", str(refreshed), "--inputs", "valid", "--json", str(changed)) == 1
+    out = capsys.readouterr().out
+    assert main(["merge", str(changed)]) == 1, capsys.readouterr().out  # the verdict survives the report
+    assert out.startswith("DIVERGES: duebook [seed]") and "0 NEW; 1 known from the baseline, 1 of them CHANGED" in out
+    assert "(CHANGED: in the baseline, answered otherwise now)" in out, out
+    assert 'recorded answer: {"error": "not_found"}' in out and 'answer now:      {"error": "invalid"' in out, out
+    assert "known difference changed" in capsys.readouterr().out
+
+
+def test_an_answer_that_differs_from_run_to_run_witnesses_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(GAP, "answer", "counted")
+    report = tmp_path / "counted.json"
+    assert conform(tmp_path, "--json", str(report), "--max-classes", "1", "--steps", "5") == 1
+    assert json.loads(report.read_text())["campaigns"][0]["findings"][0]["witness"] is None
+    assert conform(tmp_path, "--baseline", str(report), "--inputs", "valid") == 0
+    out = capsys.readouterr().out
+    assert "1 known from the baseline" in out and "with a witness" not in out, out
+
+
+def test_a_malformed_witness_is_a_usage_error(
+        tmp_path: Path, one_known_gap: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = json.loads(one_known_gap.read_text())
+    report["campaigns"][0]["findings"][0]["witness"]["steps"][0].pop("result")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(report))
+    _one_line_usage_error(capsys, conform(tmp_path, "--baseline", str(bad)),
+                          "class 1: its witness: step 0 records no result (the target's answer)")

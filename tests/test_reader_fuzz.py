@@ -188,7 +188,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert cli(["merge", str(REPORT)]) == 0, out.getvalue()
     assert out.getvalue().splitlines()[-1] == "merged 1 report: HOLDS", out.getvalue()
     assert _read_report(REPORT) == 0
-    assert [known.op for known in _read_baseline(REPORT)["seed"]] == ["cancel"]
+    assert [known.divergence_class.op for known in _read_baseline(REPORT)["seed"]] == ["cancel"]
     return {"trace": [json.loads(line) for line in TRACE.read_text().splitlines()],
             "history": _history_lines(), "valid": _valid_lines(), "report": report,
             "itf": json.loads(itf.read_text()), "declared": tomllib.loads(DECLARED_TOML.decode())}

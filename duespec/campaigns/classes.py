@@ -74,6 +74,11 @@ class Masks:
     undeclared: list[DivergenceClass] = field(default_factory=list)
     #: A baseline's classes (--baseline): masked from the first step, as found ones are.
     known: list[DivergenceClass] = field(default_factory=list)
+    #: Known class -> its witness (duespec.campaigns.baseline.Witness, as JSON): the run that
+    #: showed it, with the target's answers; carried into the report, the refreshed baseline.
+    witnesses: dict[DivergenceClass, dict[str, Any]] = field(default_factory=dict)
+    #: Known classes whose witness the target replayed as recorded (baseline.recheck).
+    rechecked: int = 0
     #: Requests the spec refuses that were not sent (--inputs valid).
     not_sent: int = 0
     #: label of what masked it -> steps where a difference there was not compared.

@@ -6,7 +6,7 @@ target may be a Python object or any program speaking docs/protocol.md. A campai
 every divergence class it finds (up to --max-classes), each with its shrunk counterexample
 and trace. Exit 0: every campaign held, or every class found is declared (--declared)
 or known from a baseline (--baseline, duespec.campaigns.baseline); 1: a class is neither
-(NEW); 2: bad usage, a malformed declared-differences file or baseline, or the
+(NEW), or a known class's witness no longer replays as recorded (CHANGED); 2: bad usage, a malformed declared-differences file or baseline, or the
 target is unusable (cannot start, fails the handshake or its first reset); 3: cut short
 (SIGTERM, SIGINT) before it could say HOLDS. A campaign cut short by its own --budget with
 nothing undeclared found says HOLDS within that budget, with the runs it took, and exits 0:
@@ -113,8 +113,10 @@ def verdict_line(result: CampaignResult, target: str) -> str:
                  f"{declared} declared")
     known = result.masks.known if result.masks is not None else []
     if known:
-        new = sum(1 for finding in result.findings if finding.gates)
-        line += f"{',' if result.findings else ':'} {new} NEW; {len(known)} known from the baseline"
+        new = sum(1 for finding in result.findings if finding.gates and finding.kind != FindingKind.KNOWN_CHANGED)
+        changed = sum(1 for finding in result.findings if finding.kind == FindingKind.KNOWN_CHANGED)
+        line += (f"{',' if result.findings else ':'} {new} NEW; {len(known)} known from the baseline"
+                 + (f", {changed} of them CHANGED" if changed else ""))
     line = f"{line}; {result.runs_ended_early()}"
     if result.cut_short is not None:
         within = " (HOLDS within that budget only)" if result.ok and result.cut_short.startswith("--budget") else ""
@@ -133,9 +135,10 @@ def depth_line(result: CampaignResult) -> str:
     return f"depth over {len(result.depths)} runs: " + "; ".join(parts)
 
 
-def counterexample_lines(steps: list[dict], shrunk: bool = True) -> list[str]:
-    lines = [f"{'shrunk counterexample' if shrunk else 'counterexample as first seen'} ({len(steps)} steps; "
-             f"`result` is the model's answer):"]
+def counterexample_lines(steps: list[dict], shrunk: bool = True, witness: bool = False) -> list[str]:
+    what = ("the witness" if witness else "shrunk counterexample" if shrunk else "counterexample as first seen")
+    whose = "the target's answer when the baseline was made" if witness else "the model's answer"
+    lines = [f"{what} ({len(steps)} steps; `result` is {whose}):"]
     shown = steps if len(steps) <= SHOWN_STEPS else steps[-SHOWN_STEPS:]
     if len(shown) < len(steps):
         lines.append(f"  ... {len(steps) - len(shown)} earlier steps in the trace file")
@@ -217,6 +220,7 @@ def finding_details(settings: ReportSettings, result: CampaignResult, number: in
     """Everything a person (or a CI log) needs about one divergence class."""
     status = ("DECLARED: " + "; ".join(dict.fromkeys(entry.reason for entry in finding.declared))
               if finding.declared else "KNOWN: in the baseline" if finding.known
+              else "CHANGED: in the baseline, answered otherwise now" if finding.kind == FindingKind.KNOWN_CHANGED
               else "NEW: not declared, not in the baseline" if _has_baseline(result) else "not declared")
     lines = [f"class {number} of {len(result.findings)}: {finding.label} ({status})", finding.summary]
     if finding.kind == FindingKind.HARNESS_ERROR:
@@ -224,7 +228,8 @@ def finding_details(settings: ReportSettings, result: CampaignResult, number: in
                      "by a comparison with the target; Hypothesis's report follows)")
         lines.append(finding.failure)
     if finding.counterexample:
-        lines.extend(counterexample_lines(finding.counterexample, finding.shrunk))
+        lines.extend(counterexample_lines(finding.counterexample, finding.shrunk,
+                                          witness=finding.kind == FindingKind.KNOWN_CHANGED))
     if result.first_failure_seconds is not None and number == 1:
         which = f" (run {result.first_failure_run:,})" if result.first_failure_run is not None else ""
         lines.append(f"first failing run{which} found after {result.first_failure_seconds:.2f}s "
@@ -249,6 +254,10 @@ def finding_details(settings: ReportSettings, result: CampaignResult, number: in
                 said = "both runs of the trace pass, so the leak needs more runs before it than the trace's two"
             lines.append(f"(a fresh target does not show the leak ({said}): the conform command below "
                          f"reproduces it and replaying the trace does not)")
+    elif finding.kind == FindingKind.KNOWN_CHANGED:
+        history = True
+        lines.append("(its trace would hold the answers the target no longer gives: the conform command below "
+                     "replays the witness again)")
     elif finding.kind == FindingKind.MESSAGES:
         history = True
         lines.append("(a trace records the answers, not what workers were sent, so replaying it cannot show "
@@ -287,6 +296,7 @@ def summary_table(result: CampaignResult, traces: Sequence[Path | str | None]) -
     for number, (finding, trace) in sorted(numbered, key=lambda row: groups[_group_of(row[1][0])]):
         found = finding.divergence_class
         status = ("declared" if finding.declared else "KNOWN" if finding.known
+                  else "CHANGED" if finding.kind == FindingKind.KNOWN_CHANGED
                   else "NEW" if baseline else "NOT DECLARED")
         rows.append((str(number), _group_of(finding), (found.cause_text() if found else "") or "-",
                      (", ".join(found.requirements) if found else "") or "-",
@@ -314,6 +324,10 @@ def known_lines(result: CampaignResult, where: str) -> list[str]:
     again = sum(1 for _, count in met if count)
     lines = [f"known from the baseline {where}: {len(known)} classes, {again} met again (masked, KNOWN), "
              f"{len(known) - again} not met in this campaign"]
+    witnesses = result.masks.witnesses if result.masks is not None else {}
+    if witnesses:
+        lines.append(f"  {len(witnesses)} with a witness, {result.masks.rechecked} of them replayed as recorded "
+                     f"(answers alone); {len(known) - len(witnesses)} without one, masked unchecked")
     lines += [f"  KNOWN  {found.label()}: met at {count:,} steps" for found, count in met if count]
     return lines
 
@@ -333,8 +347,9 @@ def campaign_report(result: CampaignResult, settings: ReportSettings,
     for number, finding in enumerate(result.findings, 1):
         trace, problem = None, None
         try:
-            trace = write_failure_trace(result, settings.trace_dir, target=settings.target,
-                                        producer=f"duespec {settings.command}", finding=finding)
+            if finding.kind != FindingKind.KNOWN_CHANGED:  # its steps are the baseline's witness, not a run of this one
+                trace = write_failure_trace(result, settings.trace_dir, target=settings.target,
+                                            producer=f"duespec {settings.command}", finding=finding)
         except (OSError, ValueError) as error:
             problem = str(error)
         traces.append(trace)
@@ -360,11 +375,11 @@ def render_report(result: CampaignResult, settings: ReportSettings) -> str:
     return "".join(f"{block}\n" for block in campaign_report(result, settings))
 
 
-def finding_printer(number: int, finding: Finding) -> None:
+def finding_printer(number: int, finding: Finding, then: str = "searching on") -> None:
     """A line on stderr as each class is found, before the campaign's report: a long
     campaign shows what it has, and what a stop (SIGTERM, --budget) will keep."""
     print(f"  ... class {number} found: {finding.label} ({len(finding.counterexample)} steps"
-          f"{', declared' if finding.declared else ', known' if finding.known else ''}); searching on",
+          f"{', declared' if finding.declared else ', known' if finding.known else ''}); {then}",
           file=sys.stderr, flush=True)
 
 
@@ -505,12 +520,23 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
                 print(f"long run of {args.long_run:,} steps:", flush=True)
             else:
                 result = parallel.run_chunks(
-                    system, factory, parallel.spec_from_args(args, profile, observe, request_tags, reset,
-                                                             tuple(known.get(profile, ()))),
+                    system, factory, parallel.spec_from_args(
+                        args, profile, observe, request_tags, reset,
+                        tuple(entry.divergence_class for entry in known.get(profile, ()))),
                     seed=args.seed,
                     examples=args.examples, jobs=jobs, shard=args.shard, declared=declared, scope=scope,
                     database=database, progress_every=args.progress, stopper=stopper,
                     on_finding=finding_printer if args.progress > 0 else None)
+                if known.get(profile):  # the witnesses are replayed once, in the shard that ran chunk 0
+                    rechecked = (baselines.recheck(system, factory, profile, known[profile], reset)
+                                 if 0 in result.chunks and not stopper.requested else baselines.Recheck(0, ()))
+                    result = baselines.with_recheck(result, known[profile], rechecked)
+                    if args.progress > 0:
+                        for number, finding in enumerate(result.findings, 1):
+                            if finding.kind == FindingKind.KNOWN_CHANGED:
+                                finding_printer(number, finding, then="by replaying the baseline's witness")
+                if args.json:
+                    result = baselines.with_witnesses(result, system, factory, reset)
             stopper.settle()  # a stop asked for now only keeps later campaigns from starting
             report = report_for(system, result)
             coverage.append(report)
@@ -630,7 +656,9 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="REPORT.json",
                         help="a previous `conform --json` report of this system, target and profile: "
                              "its classes are KNOWN, masked from the first step; only a NEW class "
-                             "fails the campaign (docs/campaigns.md, a baseline in CI)")
+                             "fails the campaign, or a known one whose witness (the run that showed "
+                             "it, with the target's answers then) the target no longer answers as "
+                             "recorded (docs/campaigns.md, a baseline in CI)")
     parser.add_argument("--inputs", choices=("all", "valid"), default="all",
                         help="send every request the machine draws (all, the default), or only those "
                              "the spec accepts (valid: malformed ones the model alone answers), so "

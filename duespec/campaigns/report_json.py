@@ -51,6 +51,7 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "evidence": finding.evidence, "known": finding.known, "chunks": list(finding.chunks),
         "position": finding.position, "from_database": finding.from_database,
         "trace": None if finding.trace is None else str(finding.trace), "details": finding.details,
+        "witness": finding.witness,
     }
 
 
@@ -88,12 +89,18 @@ def campaign_to_json(result: CampaignResult, *, target: str, examples: int, step
         "database": stats.to_json() if stats is not None else None,
         "findings": [finding_to_json(finding) for finding in result.findings],
         # The classes known before it (--baseline), so that this report is the refreshed baseline.
-        "baseline": [class_to_json(known) for known in result.masks.known] if result.masks else [],
+        "baseline": [class_to_json(known) | _witness_of(masks, known) for known in masks.known] if masks else [],
+        "rechecked": masks.rechecked if masks else 0,
         # Per chunk, what `duespec merge` combines (it applies --max-classes across shards).
         "parts": [campaign_to_json(part, target=target, examples=examples, steps=steps, depth=depth,
                                    max_classes=max_classes) | {"total_chunks": result.total_chunks}
                   for part in result.parts],
     }
+
+
+def _witness_of(masks: Masks, known: DivergenceClass) -> dict[str, Any]:
+    witness = masks.witnesses.get(known)
+    return {} if witness is None else {"witness": witness}
 
 
 def write_report(path: str | Path, command: str, exit_code: int, campaigns: list[dict[str, Any]],
@@ -114,7 +121,7 @@ def finding_from_json(data: dict[str, Any]) -> Finding:
                       config=data.get("config") or {}, evidence=data.get("evidence"),
                       known=bool(data.get("known")), chunks=list(data.get("chunks", [0])),
                       position=data.get("position", 0), from_database=bool(data.get("from_database")),
-                      trace=data.get("trace"), details=data.get("details"))
+                      trace=data.get("trace"), details=data.get("details"), witness=data.get("witness"))
     return finding
 
 
@@ -126,7 +133,10 @@ def declared_from_json(entry: dict[str, Any]) -> Declared:
 
 def campaign_from_json(data: dict[str, Any]) -> CampaignResult:
     masks = Masks(data["profile"], declared=[declared_from_json(entry) for entry in data.get("declared", [])],
-                  known=[class_from_json(known) for known in data.get("baseline", [])])
+                  known=[class_from_json(known) for known in data.get("baseline", [])],
+                  witnesses={class_from_json(known): known["witness"] for known in data.get("baseline", [])
+                             if "witness" in known},
+                  rechecked=data.get("rechecked", 0))
     masks.skipped.update(data.get("skipped", {}))
     masks.runs_ended.update(data.get("runs_ended", {}))
     masks.not_sent = data.get("not_sent", 0)

@@ -115,6 +115,9 @@ class Finding:
     details: str | None = None
     #: Its counterexample was shrunk (a declared class's is kept as first seen: NOT_SHRUNK).
     shrunk: bool = True
+    #: Its counterexample's steps with the target's own answers (duespec.campaigns.baseline:
+    #: what a baseline replays to see that a known class still answers as it did), or None.
+    witness: dict[str, Any] | None = None
 
     @property
     def gates(self) -> bool:

@@ -120,7 +120,7 @@ def _label(argv: list[str]) -> str:
     return label
 
 
-_CLASS = re.compile(r"class \d+ found: (?P<what>.*?)(?: \((?P<steps>\d+ steps?[^)]*)\))?(?:; searching on)?\s*$")
+_CLASS = re.compile(r"class \d+ found: (?P<what>.*?)(?: \((?P<steps>\d+ steps?[^)]*)\))?(?:; (?:searching on|by replaying the baseline's witness))?\s*$")
 
 
 def findings_of(command: Command, line: str) -> tuple[str | None, bool]:
