@@ -15,7 +15,9 @@ SERVICES := $(BIN)/python tools/services.py run --
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# setuptools' note on every editable install of a package-dir mapping ("be careful with
+	# folders named like your package") says nothing about this project: silenced by module
+	PYTHONWARNINGS=ignore::Warning:setuptools.command.editable_wheel $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
