@@ -102,6 +102,19 @@ def read(path: str | Path, system: str, target: str, profiles: list[str]) -> dic
     return known
 
 
+def read_all(paths: list[str], system: str, target: str, profiles: list[str]) -> dict[str, list[Known]]:
+    """`read` of each report, its classes taken once per profile, in the order first met; a
+    class without a witness in one report takes the witness another gives it."""
+    known: dict[str, dict[DivergenceClass, Known]] = {}
+    for path in paths:
+        for profile, entries in read(path, system, target, profiles).items():
+            mine = known.setdefault(profile, {})
+            for entry in entries:
+                if entry.divergence_class not in mine or mine[entry.divergence_class].witness is None:
+                    mine[entry.divergence_class] = entry
+    return {profile: list(entries.values()) for profile, entries in known.items()}
+
+
 def _known_entries(where: str, campaign: dict[str, Any]) -> list[tuple[Any, Any]]:
     """A campaign's classes that failed it (not declared), and the baseline it had, each
     with what may be its witness: a finding's config and counterexample, a carried class's own."""

@@ -78,7 +78,8 @@ class ReportSettings:
     depth: float = 1.0
     long_run: int | None = None
     reset: str = "auto"
-    baseline: str | None = None
+    #: The --baseline reports, in the order given.
+    baseline: tuple[str, ...] = ()
     inputs: str = "all"
     catch_up: str | None = None
     #: The whole spec-coverage report and the depth line (-v), or no coverage line at all.
@@ -95,7 +96,7 @@ class ReportSettings:
                    max_classes=args.max_classes, ops=tuple(args.ops) if args.ops else None,
                    skip_ops=tuple(args.skip_ops) if args.skip_ops else None,
                    require_tag=tuple(args.require_tag or ()), depth=args.depth, long_run=args.long_run,
-                   reset=args.reset, baseline=args.baseline, inputs=args.inputs, coverage=args.coverage,
+                   reset=args.reset, baseline=tuple(args.baseline or ()), inputs=args.inputs, coverage=args.coverage,
                    no_coverage=args.no_coverage, catch_up=getattr(args, "catch_up", None))
 
 
@@ -179,8 +180,8 @@ def reproduce_lines(settings: ReportSettings, result: CampaignResult, trace: Pat
         command += ["--reset", "none"]
     if settings.catch_up is not None:
         command += ["--catch-up", settings.catch_up]
-    if settings.baseline:
-        command += ["--baseline", settings.baseline]
+    for report in settings.baseline:
+        command += ["--baseline", report]
     if settings.inputs != "all":
         command += ["--inputs", settings.inputs]
     lines = ["reproduce:", "  " + shlex.join(command)]
@@ -357,7 +358,7 @@ def campaign_report(result: CampaignResult, settings: ReportSettings,
         yield finding.details
     if result.findings:
         yield "\n".join(summary_table(result, traces))
-    yield from known_lines(result, settings.baseline or "-")
+    yield from known_lines(result, ", ".join(settings.baseline) or "-")
     not_compared = result.not_compared()
     if not_compared or result.stopped:
         yield "not compared:" if not_compared else "search:"
@@ -464,8 +465,7 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
     if getattr(args, "inputs", "all") == "valid" and system.refuses is None:
         raise UsageError(f"--inputs valid: {system.name} does not tell a refused request apart")
     try:
-        known = (baselines.read(args.baseline, system.name, args.target, profiles)
-                 if getattr(args, "baseline", None) else {})
+        known = baselines.read_all(getattr(args, "baseline", None) or [], system.name, args.target, profiles)
     except baselines.BaselineError as error:
         raise UsageError(str(error)) from None
     request_tags = {**(declared_file.require_tags if declared_file else {}),
@@ -653,8 +653,9 @@ def add_campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--declared", metavar="FILE",
                         help="TOML or JSON file of accepted differences (docs/declared.md): "
                              "reported as declared, they do not fail the campaign")
-    parser.add_argument("--baseline", metavar="REPORT.json",
-                        help="a previous `conform --json` report of this system, target and profile: "
+    parser.add_argument("--baseline", metavar="REPORT.json", action="append",
+                        help="a previous `conform --json` report of this system, target and profile "
+                             "(repeat it to take the classes of several, each once): "
                              "its classes are KNOWN, masked from the first step; only a NEW class "
                              "fails the campaign, or a known one whose witness (the run that showed "
                              "it, with the target's answers then) the target no longer answers as "

@@ -30,6 +30,8 @@ def task_suspend(state: ServerState, req: TaskSuspendReq, now: int) -> Res:
         reached("T-06.already_settled")
         set_task(state, replace(t, resumes=()))
         return Res(300)
+    if not req.actions:  # parked awaiting nothing: no settle will resume it (34049e8 refuses this, 400)
+        reached("T-06.awaits_nothing")
     reached("T-06.suspended")
     for action in req.actions:
         pa = get_promise(state, action.awaited)

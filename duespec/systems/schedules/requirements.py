@@ -57,7 +57,7 @@ REQUIRED_TAGS = frozenset({
     "T-03.acquired", "T-03.stale_version", "T-03.wrong_state",
     "T-04.create", "T-04.settle", "T-04.wrong_state",
     "T-05.renewed", "T-05.not_held",
-    "T-06.suspended", "T-06.already_settled", "T-06.awaited_absent", "T-06.stale_version",
+    "T-06.suspended", "T-06.awaits_nothing", "T-06.already_settled", "T-06.awaited_absent", "T-06.stale_version",
     "T-07.fulfilled", "T-07.resumed", "T-07.wrong_state",
     "T-08.released", "T-08.stale_version",
     "T-09.halted", "T-09.already_halted", "T-09.fulfilled",

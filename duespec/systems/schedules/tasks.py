@@ -193,12 +193,12 @@ class PromisesAndTasks:
 
     @rule(op=st.sampled_from(("task.suspend", "task.suspend", "task.fulfill", "task.fence")),
           pick=st.integers(0, 30), off=st.sampled_from((0, 0, 0, -1)),
-          awaited=st.lists(st.integers(0, 30), min_size=1, max_size=2), live=st.booleans(),
+          awaited=st.lists(st.integers(0, 30), max_size=2), live=st.booleans(),
           state=st.sampled_from(SETTLE_STATES), create=st.booleans(), tags=st.sampled_from(({}, TARGET)))
     def task_work(self, op: str, pick: int, off: int, awaited: list[int], live: bool, state: str,
                   create: bool, tags: Json) -> None:
-        """What the holder does (mostly at its version): suspend on pending promises (parked)
-        or on any (300, 422), fulfil, or a fenced create or settle."""
+        """What the holder does (mostly at its version): suspend on pending promises (parked),
+        on any (300, 422) or on none (parked for good), fulfil, or a fenced create or settle."""
         t = self.holder(pick, awaited_first=op == "task.fulfill")
         id, version = t["id"], max(t["version"] + off, 0)
         if op == "task.suspend":
