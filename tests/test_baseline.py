@@ -256,3 +256,16 @@ def test_a_malformed_witness_is_a_usage_error(
     bad.write_text(json.dumps(report))
     _one_line_usage_error(capsys, conform(tmp_path, "--baseline", str(bad)),
                           "class 1: its witness: step 0 records no result (the target's answer)")
+
+
+def test_baselines_given_twice_take_each_class_once_with_the_witness_one_of_them_has(
+        tmp_path: Path, one_known_gap: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = json.loads(one_known_gap.read_text())
+    del report["campaigns"][0]["findings"][0]["witness"]  # as a report of a duespec before witnesses
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(report))
+    assert conform(tmp_path, "--baseline", str(older), "--inputs", "valid") == 0
+    assert "with a witness" not in capsys.readouterr().out
+    assert conform(tmp_path, "--baseline", str(older), "--baseline", str(one_known_gap), "--inputs", "valid") == 0
+    out = capsys.readouterr().out
+    assert "0 NEW; 1 known from the baseline" in out and "1 with a witness, 1 of them replayed" in out, out

@@ -537,17 +537,43 @@ def test_the_unmodified_server_gives_no_class_outside_its_baseline_and_declarati
     """issue 40: examples/resonate-pg/README.md's response-only campaign, with its baseline
     (examples/resonate-pg/baseline.json, made by the README's command against this
     resonate.sql), finds nothing NEW: exit 0, and what it met again is KNOWN."""
-    env = {**os.environ, "RESONATE_PG_DSN": dsn,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, "-m", "duespec", "conform", "schedules", "--target", "target:make_target",
-                             "--observe", "none", "--examples", str(BASELINE_EXAMPLES), "--timeout", "5",
-                             "--declared", str(EXAMPLE / "declared.toml"),
-                             "--baseline", str(EXAMPLE / "baseline.json"),
-                             "--no-coverage", "--progress", "0", "--trace-dir", str(tmp_path), "--database", "none"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    result = _baseline_gate(dsn, tmp_path)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     verdict = result.stdout.splitlines()[1] if result.stdout.startswith("response-only") else result.stdout
     assert re.search(r"^HOLDS: schedules \[lean\].* 0 NEW; \d+ known from the baseline", result.stdout,
                      re.MULTILINE), verdict
     assert re.search(r"known from the baseline .*: \d+ classes, [1-9]\d* met again", result.stdout), \
+        result.stdout[-3000:]
+    witnessed = re.search(r"(\d+) with a witness, (\d+) of them replayed as recorded", result.stdout)
+    assert witnessed and int(witnessed[1]) >= 30 and witnessed[1] == witnessed[2], result.stdout[-3000:]
+
+
+def _baseline_gate(dsn: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The README's response-only campaign at BASELINE_EXAMPLES, gated by its baseline."""
+    env = {**os.environ, "RESONATE_PG_DSN": dsn,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(EXAMPLE), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "duespec", "conform", "schedules", "--target", "target:make_target",
+                           "--observe", "none", "--examples", str(BASELINE_EXAMPLES), "--timeout", "5",
+                           "--declared", str(EXAMPLE / "declared.toml"),
+                           "--baseline", str(EXAMPLE / "baseline.json"),
+                           "--no-coverage", "--progress", "0", "--trace-dir", str(tmp_path), "--database", "none"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.long
+def test_a_known_difference_the_server_now_answers_otherwise_fails_the_gate(postgres, monkeypatch, tmp_path) -> None:
+    """A change to resonate.sql inside a known class: task_suspend no longer refuses a suspend on
+    no promise (400, a known difference: the Lean parks the task) and answers as the Lean
+    does. No comparison with the spec shows it; the class's witness, replayed, does."""
+    text = postgres.sql.read_text()
+    refusal = "IF jsonb_array_length(COALESCE(p_actions, '[]'::jsonb)) = 0 THEN"
+    assert text.count(refusal) == 1
+    planted = tmp_path / "resonate-empty-suspend.sql"
+    planted.write_text(text.replace(refusal, refusal.replace("= 0 THEN", "= -1 THEN")))
+    monkeypatch.setattr(postgres, "sql", planted)
+    result = _baseline_gate(postgres.create_database(f"t{os.getpid()}_{next(_names)}"), tmp_path)
+    assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
+    assert re.search(r"^DIVERGES: schedules \[lean\].* 0 NEW; \d+ known from the baseline, 1 of them CHANGED",
+                     result.stdout, re.MULTILINE), result.stdout[-3000:]
+    assert "known difference changed task.suspend $.status [T-06] via T-06.awaits_nothing" in result.stdout, \
         result.stdout[-3000:]
