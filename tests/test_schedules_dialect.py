@@ -63,3 +63,19 @@ def test_a_default_campaign_reaches_every_feature_and_hour_at_other_seeds(seed: 
     result = run_campaign(SYSTEM, SYSTEM.impl, profile="lean", seed=seed)
     assert result.ok, result.failure
     assert sorted(DIALECT_TAGS - set(result.coverage)) == []
+
+
+def test_catch_ups_on_the_coming_days_stop_at_the_last_day_of_9999() -> None:
+    """Three days before the end of time the twelve coming days would reach a date past year
+    9999, which Python cannot hold: the rule raised inside duespec (an `error` class of a
+    campaign against resonate-pg, whose refused schedule left the clock there)."""
+    import datetime as dt
+
+    from duespec.campaigns.lockstep import lockstep
+
+    machine = lockstep(SYSTEM.machine, SYSTEM.model, SYSTEM.impl, SYSTEM.config("lean"))()
+    machine.start_run(start=1_735_689_600_000, retry_timeout=5000, work="none", ttl=0)
+    machine.move_clock((dt.datetime(9999, 12, 28) - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1))
+    machine.catches_up_at_an_hour(cron="* * * * *", hour=0, pick=0, place="a_day")
+    assert dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=machine.now) > dt.datetime(9999, 12, 29, 1)  # caught up
+    machine.teardown()

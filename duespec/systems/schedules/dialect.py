@@ -137,8 +137,9 @@ class DialectAndCatchUp:
         today = (_EPOCH + dt.timedelta(milliseconds=self.now)).date()
         if today >= _LAST_DAY:
             return
-        if place == "a_day":
-            days = [(today + dt.timedelta(days=1 + n), (hour + pick) % 2 + 2 * n) for n in range(12)]
+        if place == "a_day":  # the coming days up to the last with a day after it (no date past 9999)
+            days = [(today + dt.timedelta(days=1 + n), (hour + pick) % 2 + 2 * n)
+                    for n in range(min(12, (_LAST_DAY - today).days))]
         else:
             month = 12 if place == "year_end" else today.month
             days = [(dt.date(today.year, month, calendar.monthrange(today.year, month)[1]), 23)]
