@@ -101,6 +101,12 @@ class FindingKind(StrEnum):
         """A difference between two answers or states (what the minimiser can shorten)."""
         return self in (FindingKind.RESPONSE, FindingKind.STATE, FindingKind.MESSAGES)
 
+    @property
+    def minimised(self) -> bool:
+        """What the trace minimiser shortens: a compared difference, or a raise (not a hang,
+        each replay of which would wait the whole --timeout)."""
+        return self.compared or self == FindingKind.TARGET_RAISED
+
 
 _OUTCOMES = {
     FindingKind.RESPONSE: "divergence", FindingKind.STATE: "divergence", FindingKind.MESSAGES: "divergence",

@@ -242,7 +242,8 @@ def test_the_campaign_catches_and_shrinks(mutant: type[ScheduleServer], profile:
     for step in result.counterexample:
         print(f"  {step['op']} {json.dumps(step['args'])} now={step['now']}")
     print("  " + result.failure.splitlines()[0])
-    assert result.failure.startswith(("Divergence", "AssertionError")), result.failure
+    # a target finding (a lookup before validation raises on an id that is no text, say), never duespec's
+    assert result.failure.startswith(("Divergence", "AssertionError", "TargetRaised")), result.failure
     assert 0 < len(result.counterexample) <= SHORT, (
         f"{mutant.__name__}: counterexample of {len(result.counterexample)} steps\n{result.failure}")
 

@@ -20,8 +20,10 @@ clock, after which the best so far is kept; a replay with a call past --timeout 
 too (the best so far kept: each more would wait the whole timeout). CPU, so that a loaded machine finds the same
 counterexample as a quiet one; the wall clock bounds a slow target in another process.
 
-Only `response` and `state` classes are minimised: a target that raised (or a program
-that hung) is slow and unreliable to replay, and its class is where it raised.
+Classes of a compared difference are minimised, and a target that raised (its class is
+the op where it raised, and the exception's type): a replay that raises elsewhere, or
+otherwise, is another class and dropped. A program that hung is not (each replay would
+wait its whole --timeout).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duespec.campaigns.classes import Masks
-from duespec.judge import Difference, Divergence, DivergenceClass, FindingKind, Masked, StepJudge
+from duespec.judge import Difference, Divergence, DivergenceClass, FindingKind, Masked, StepJudge, TargetRaised
 from duespec.coverage import isolated
 from duespec.targets.interface import Json, TargetFactory, close_quietly, comparable
 
@@ -55,8 +57,8 @@ EVERY_STATE_UP_TO = 200
 @dataclass
 class Minimised:
     steps: list[dict[str, Json]]
-    #: What went wrong in the minimised run (a Divergence, whose text names its step).
-    error: Divergence
+    #: What went wrong in the minimised run (a Divergence or TargetRaised, whose text names its step).
+    error: Divergence | TargetRaised
     replays: int
     replayed_steps: int
 
@@ -118,7 +120,7 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
     None when it found none shorter than `steps` (or `steps` does not show `wanted` when
     replayed on its own). `refuses`: the campaign's System.refuses, so that a cause is
     judged as the campaign judged it."""
-    if not wanted.kind.compared or len(steps) < 2:
+    if not wanted.kind.minimised or len(steps) < 2:
         return None
     budget = _Budget(max(MIN_REPLAY_STEPS, REPLAY_STEP_BUDGET_FACTOR * len(steps)), max_seconds)
 
@@ -190,4 +192,5 @@ def minimise(oracle_factory: TargetFactory, target_factory: TargetFactory, confi
     final = fails(current, every_state)  # once more, as the pass judged it
     if final is None or len(final[0]) != len(current):
         return None
-    return Minimised(final[0], Divergence(final[1]), budget.replays, budget.used)
+    error = Divergence(final[1]) if final[1].kind.compared else TargetRaised(final[1])
+    return Minimised(final[0], error, budget.replays, budget.used)

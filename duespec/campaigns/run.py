@@ -550,7 +550,7 @@ def finding_of(error: Exception, steps: list[dict[str, Any]], oracle: TargetFact
         # Not probed: each replay would wait the whole --timeout again, and whether a call
         # near the bound finishes proves nothing about a leak.
         return Finding(found.kind, found, summary, failure, steps, config=config)
-    if shorten is not None and found is not None and found.kind.compared:
+    if shorten is not None and found is not None and found.kind.minimised:
         shorter = shorten(steps, config, found)
         if shorter is not None:
             before, steps = len(steps), shorter.steps

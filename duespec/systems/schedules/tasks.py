@@ -322,6 +322,8 @@ class PromisesAndTasks:
             # another promise settles first: its settlement scrub must leave this callback be
             other = f"{awaited}.other"
             self.act("promise.create", {"id": other, "timeoutAt": self.now + MINUTE, "param": PARAMS[0], "tags": {}})
+            # which has no target, so no worker could be resumed for it: no callback (P-04: 422)
+            self.act("promise.register_callback", {"awaited": awaited, "awaiter": other})
             self.act("promise.settle", {"id": other, "state": "resolved", "value": PARAMS[1]})
             if by_timeout:
                 self.move_clock(self.now + MINUTE)
