@@ -117,7 +117,7 @@ def read_all(paths: list[str], system: str, target: str, profiles: list[str]) ->
 
 def _known_entries(where: str, campaign: dict[str, Any]) -> list[tuple[Any, Any]]:
     """A campaign's classes that failed it (not declared), and the baseline it had, each
-    with what may be its witness: a finding's config and counterexample, a carried class's own."""
+    with its witness where the report holds one (a finding's, or a carried class's)."""
     findings = campaign.get("findings")
     carried = campaign.get("baseline", [])
     if not isinstance(findings, list) or not isinstance(carried, list):

@@ -74,8 +74,8 @@ class Masks:
     undeclared: list[DivergenceClass] = field(default_factory=list)
     #: A baseline's classes (--baseline): masked from the first step, as found ones are.
     known: list[DivergenceClass] = field(default_factory=list)
-    #: Known class -> its witness (duespec.campaigns.baseline.Witness, as JSON): the run that
-    #: showed it, with the target's answers; carried into the report, the refreshed baseline.
+    #: Known class -> its witness as the report holds it (duespec.campaigns.baseline: the run
+    #: that showed it, with the target's answers); carried into the report, the refreshed baseline.
     witnesses: dict[DivergenceClass, dict[str, Any]] = field(default_factory=dict)
     #: Known classes whose witness the target replayed as recorded (baseline.recheck).
     rechecked: int = 0

@@ -6,9 +6,10 @@ target may be a Python object or any program speaking docs/protocol.md. A campai
 every divergence class it finds (up to --max-classes), each with its shrunk counterexample
 and trace. Exit 0: every campaign held, or every class found is declared (--declared)
 or known from a baseline (--baseline, duespec.campaigns.baseline); 1: a class is neither
-(NEW), or a known class's witness no longer replays as recorded (CHANGED); 2: bad usage, a malformed declared-differences file or baseline, or the
-target is unusable (cannot start, fails the handshake or its first reset); 3: cut short
-(SIGTERM, SIGINT) before it could say HOLDS. A campaign cut short by its own --budget with
+(NEW), or a known class's witness no longer replays as recorded (CHANGED); 2: bad usage,
+a malformed declared-differences file or baseline, or the target is unusable (cannot
+start, fails the handshake or its first reset); 3: cut short (SIGTERM, SIGINT) before it
+could say HOLDS. A campaign cut short by its own --budget with
 nothing undeclared found says HOLDS within that budget, with the runs it took, and exits 0:
 the user asked for that bound.
 """

@@ -142,14 +142,6 @@ SURVIVORS: dict[str, tuple[str, str]] = {
                      "raise in _cron_field before any search and schedule_create's handler answers 400 alike "
                      "(checked by hand: `/5` in each field, `/`, `/-5`, `*,/5`); _next_cron is reached "
                      "elsewhere only with a cron schedule_create took"),
-    "off-by-one task_suspend:686 '[]'::jsonb)) = 0 THEN -> '[]'::jsonb)) = -1 THEN":
-        (GAP, "task.suspend with no actions is no longer refused first: the file answers 400 whatever the "
-              "task (its stated check: parking with no awaited would strand the task), the mutant 404 for "
-              "an absent task and, for task.create t then task.suspend {id t, version 1, actions []}, 200 "
-              "with t suspended for good (shown by hand). The mutant's answers are the spec's (T-06 has no "
-              "empty-actions rule: no awaited, so suspended, 200), and the file's 400 is held in the "
-              "baseline as known task.suspend $.status classes, so no comparison with the spec can tell "
-              "the two files apart: only a check that pins resonate-pg's own stated refusal would"),
     "drop-statement _cascade_settle:286 DELETE FROM callbacks ... -> (dropped)":
         (GAP, "a settled awaiter keeps its callbacks on pending promises (the Lean's settlement scrub removes "
               "them): task.create w, promise.create a (resonate:timer), register_callback(a, w), task.fulfill "
