@@ -292,7 +292,9 @@ class AcquireTakesAWrongTypedTtl(SchedulesImpl):
 ])
 def test_a_schedules_server_mishandling_one_malformed_argument_is_caught(
         target: str, op: str, requirement: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["conform", "schedules", "--target", f"{__name__}:{target}", *QUICK,
+    # the runs of a default campaign (it stops at its first class): which of the matrix's blocks
+    # the first forty openings send moves with every change to the machine's draws
+    code = main(["conform", "schedules", "--target", f"{__name__}:{target}", *QUICK, "--examples", "200",
                  "--trace-dir", str(tmp_path), "--no-coverage"])
     out = capsys.readouterr().out
     assert code == 1, out

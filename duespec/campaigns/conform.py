@@ -536,7 +536,7 @@ def _conform(args: argparse.Namespace, stopper: Stopper) -> int:
                         for number, finding in enumerate(result.findings, 1):
                             if finding.kind == FindingKind.KNOWN_CHANGED:
                                 finding_printer(number, finding, then="by replaying the baseline's witness")
-                if args.json:
+                if args.json and not stopper.requested:  # a stop writes what was found, now
                     result = baselines.with_witnesses(result, system, factory, reset)
             stopper.settle()  # a stop asked for now only keeps later campaigns from starting
             report = report_for(system, result)
