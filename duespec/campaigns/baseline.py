@@ -27,6 +27,7 @@ not one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -91,28 +92,28 @@ def read(path: str | Path, system: str, target: str, profiles: list[str]) -> dic
             had = sorted({str(c.get("profile")) for c in mine})
             raise BaselineError(f"--baseline {where}: has no campaign of profile {profile} (it has "
                                 f"{', '.join(had)}); make one with --profile {profile}")
-        classes: dict[DivergenceClass, Known] = {}
+        entries: list[Known] = []
         for campaign in of_profile:
             for number, (entry, witness) in enumerate(_known_entries(where, campaign), 1):
                 found = _class_of(where, profile, number, entry)
-                witness = _witness_of(where, profile, number, found, witness)
-                if found not in classes or classes[found].witness is None:
-                    classes[found] = Known(found, witness)
-        known[profile] = list(classes.values())
+                entries.append(Known(found, _witness_of(where, profile, number, found, witness)))
+        known[profile] = _each_once(entries)
     return known
 
 
 def read_all(paths: list[str], system: str, target: str, profiles: list[str]) -> dict[str, list[Known]]:
-    """`read` of each report, its classes taken once per profile, in the order first met; a
-    class without a witness in one report takes the witness another gives it."""
-    known: dict[str, dict[DivergenceClass, Known]] = {}
-    for path in paths:
-        for profile, entries in read(path, system, target, profiles).items():
-            mine = known.setdefault(profile, {})
-            for entry in entries:
-                if entry.divergence_class not in mine or mine[entry.divergence_class].witness is None:
-                    mine[entry.divergence_class] = entry
-    return {profile: list(entries.values()) for profile, entries in known.items()}
+    """`read` of each report, its classes taken once per profile (`_each_once`)."""
+    reports = [read(path, system, target, profiles) for path in paths]
+    return {profile: _each_once(entry for report in reports for entry in report[profile]) for profile in profiles}
+
+
+def _each_once(entries: Iterable[Known]) -> list[Known]:
+    """Each class once, in the order first met, with the witness any of its entries has."""
+    kept: dict[DivergenceClass, Known] = {}
+    for entry in entries:
+        if entry.divergence_class not in kept or kept[entry.divergence_class].witness is None:
+            kept[entry.divergence_class] = entry
+    return list(kept.values())
 
 
 def _known_entries(where: str, campaign: dict[str, Any]) -> list[tuple[Any, Any]]:
